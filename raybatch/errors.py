@@ -1,0 +1,112 @@
+"""The one error tree. "Retry?" is ``isinstance(err, TransientError)``.
+
+    RaybatchError
+    ├── TransientError             retried with backoff and jitter, within a finite budget
+    │   ├── RateLimited            429; carries retry_after
+    │   ├── Overloaded             529
+    │   ├── UpstreamUnavailable    5xx, connection resets, transient 404 after create
+    │   ├── StorageUnavailable     object store hiccups
+    │   ├── DatabaseUnavailable    state DB hiccups
+    │   └── WaitTimedOut           a wait passed its deadline (the work may still finish)
+    ├── PermanentError             fails the job it belongs to, with a reason; never retried
+    │   ├── ConfigError            bad settings or arguments
+    │   ├── InvalidSource          encrypted, corrupt, empty or oversized input file
+    │   ├── InvalidRequest         a request the API rejects (400, 413)
+    │   ├── AuthenticationFailed   401/403
+    │   ├── UnparseableAnswer      an answer that is not valid even after repair
+    │   ├── BatchFailed            a batch that ended without usable results
+    │   ├── AttemptsExhausted      transient failures past the retry budget
+    │   ├── LeaseLost              a stale owner tried to complete work it no longer holds
+    │   └── ObjectNotFound         a key that is not in the store
+    └── SpendLimitReached          the account's spend limit: work is parked, not failed
+
+Messages never carry secrets or page text. Foreign exceptions are translated once, at the port
+that met them, with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+
+class RaybatchError(Exception):
+    """Base of every error raybatch raises on purpose."""
+
+
+class TransientError(RaybatchError):
+    """A failure that may succeed if tried again later."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class RateLimited(TransientError):
+    """HTTP 429: too many requests; honour ``retry_after``."""
+
+
+class Overloaded(TransientError):
+    """HTTP 529: the API is overloaded."""
+
+
+class UpstreamUnavailable(TransientError):
+    """A 5xx, a dropped connection, or a not-yet-visible resource."""
+
+
+class StorageUnavailable(TransientError):
+    """The object store did not answer or answered with a server error."""
+
+
+class DatabaseUnavailable(TransientError):
+    """The state database did not answer or was locked for too long."""
+
+
+class WaitTimedOut(TransientError):
+    """A wait passed its deadline; the awaited work may still finish."""
+
+
+class PermanentError(RaybatchError):
+    """A failure that will not go away by retrying."""
+
+
+class ConfigError(PermanentError):
+    """Invalid settings or command-line arguments."""
+
+
+class InvalidSource(PermanentError):
+    """A source file that cannot be processed: encrypted, corrupt, empty, too large."""
+
+
+class InvalidRequest(PermanentError):
+    """A request the API rejected as invalid."""
+
+
+class AuthenticationFailed(PermanentError):
+    """The API rejected the credentials."""
+
+
+class UnparseableAnswer(PermanentError):
+    """Claude's answer does not validate, even after one repair."""
+
+
+class BatchFailed(PermanentError):
+    """A batch ended (or was lost) without usable results."""
+
+
+class AttemptsExhausted(PermanentError):
+    """A transient failure kept happening past the retry budget."""
+
+
+class LeaseLost(PermanentError):
+    """The caller's lease expired and was taken over; its completion is refused."""
+
+
+class ObjectNotFound(PermanentError):
+    """No object under that key."""
+
+
+class SpendLimitReached(RaybatchError):
+    """The account reached its spend limit: park the work until the limit is raised."""
+
+
+def error_class(exc: BaseException) -> str:
+    """The short class name stored in the errors table and shown to users."""
+    return type(exc).__name__

@@ -1,0 +1,78 @@
+"""Deterministic identities: custom ids, processing keys and object keys come from ids and hashes,
+never from user file names."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import BinaryIO
+
+CUSTOM_ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_CUSTOM_ID = re.compile(r"^job_(\d+)_batch_(\d+)$")
+
+
+def custom_id(job_id: int, n: int) -> str:
+    """Claude's custom_id for chunk ``n`` of job ``job_id``: ``job_{id}_batch_{n}``."""
+    return f"job_{job_id}_batch_{n}"
+
+
+def parse_custom_id(value: str) -> tuple[int, int] | None:
+    """(job_id, n) from a custom_id we made, or None for anything else."""
+    match = _CUSTOM_ID.match(value)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def processing_key(sha256: str, n: int, prompt_version: str, model: str) -> str:
+    """What makes one chunk's answer reusable: same bytes, same chunk, same prompt, same model."""
+    raw = f"{sha256}:{n}:{prompt_version}:{model}".encode()
+    return hashlib.sha256(raw).hexdigest()
+
+
+def sha256_file(path: str | Path, block: int = 1 << 20) -> str:
+    """Hex sha256 of a file, read in blocks."""
+    with open(path, "rb") as handle:
+        return sha256_stream(handle, block)
+
+
+def sha256_stream(stream: BinaryIO, block: int = 1 << 20) -> str:
+    """Hex sha256 of a binary stream, read in blocks."""
+    digest = hashlib.sha256()
+    while chunk := stream.read(block):
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex sha256 of bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def job_prefix(job_id: int) -> str:
+    """Object-key prefix of one job's outputs."""
+    return f"jobs/{job_id}"
+
+
+def document_pdf_key(job_id: int, index: int) -> str:
+    """Key of document ``index`` of a job, as its own PDF."""
+    return f"{job_prefix(job_id)}/documents/{index}.pdf"
+
+
+def document_thumb_key(job_id: int, index: int) -> str:
+    """Key of the thumbnail of document ``index`` of a job."""
+    return f"{job_prefix(job_id)}/documents/{index}.webp"
+
+
+def manifest_key(job_id: int) -> str:
+    """Key of a job's manifest.json."""
+    return f"{job_prefix(job_id)}/manifest.json"
+
+
+def source_key(job_id: int) -> str:
+    """Key of a source file copied into the store (sources that are not already in it)."""
+    return f"{job_prefix(job_id)}/source"
+
+
+def documents_table_key(job_id: int) -> str:
+    """Key of a job's slice of the Parquet table of documents (one file per job: reruns replace it)."""
+    return f"tables/documents/job_id={job_id}/part-0.parquet"

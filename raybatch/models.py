@@ -1,0 +1,179 @@
+"""Statuses and the plain records that cross layers (state rows, prepared pages, results).
+
+Pages are numbered from 1, as a reader counts them, everywhere outside PyMuPDF calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class JobStatus(StrEnum):
+    """A job's life: pending → preparing → prepared → submitted → writing → completed | failed | canceled."""
+
+    PENDING = "pending"
+    PREPARING = "preparing"
+    PREPARED = "prepared"
+    SUBMITTED = "submitted"
+    WRITING = "writing"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_JOB_STATUSES
+
+
+TERMINAL_JOB_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELED})
+
+
+class ChunkStatus(StrEnum):
+    """A chunk (one Claude request): prepared → submitted → succeeded | retry → … | failed."""
+
+    PREPARED = "prepared"
+    SUBMITTED = "submitted"
+    SUCCEEDED = "succeeded"
+    RETRY = "retry"
+    FAILED = "failed"
+
+
+class BatchStatus(StrEnum):
+    """Our view of a Message Batch. ``creating`` is the intent recorded before the create call."""
+
+    CREATING = "creating"
+    IN_PROGRESS = "in_progress"
+    CANCELING = "canceling"
+    ENDED = "ended"
+    LOST = "lost"
+    UNKNOWN = "unknown"
+
+
+class ResultType(StrEnum):
+    """The outcome of one request in a batch (or one synchronous call)."""
+
+    SUCCEEDED = "succeeded"
+    ERRORED = "errored"
+    EXPIRED = "expired"
+    CANCELED = "canceled"
+
+
+class SourceKind(StrEnum):
+    """What a source file is."""
+
+    PDF = "pdf"
+    IMAGE = "image"
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One source file and where it stands."""
+
+    id: int
+    sha256: str
+    source_uri: str
+    source_name: str
+    kind: SourceKind
+    size_bytes: int
+    status: JobStatus
+    mode: str = "batch"
+    pages: int | None = None
+    progress: float = 0.0
+    attempts: int = 0
+    error_class: str | None = None
+    error_message: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Ownership of a job for a while. ``token`` grows on every claim and fences stale owners."""
+
+    job_id: int
+    worker_id: str
+    token: int
+    expires_at: datetime
+    attempt: int
+
+
+@dataclass(frozen=True)
+class PageText:
+    """The text of one page and where it came from (``layer``, ``ocr:<engine>`` or ``none``)."""
+
+    page: int
+    text: str
+    origin: str
+    confidence: float = 1.0
+    rotation: int = 0  # clockwise degrees that make the page upright: 0, 90, 180 or 270
+
+
+@dataclass(frozen=True)
+class RenderedPage:
+    """A page rendered for Claude: an image no longer than the long-edge limit, plus its text."""
+
+    page: int
+    image: bytes
+    media_type: str
+    width: int
+    height: int
+    text: PageText
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One chunk of a job as the state store keeps it."""
+
+    job_id: int
+    n: int
+    first_page: int
+    last_page: int
+    custom_id: str
+    processing_key: str
+    status: ChunkStatus
+    request_bytes: int = 0
+    attempts: int = 0
+    batch_id: str | None = None
+    answer: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    error_class: str | None = None
+    error_message: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage of one request."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """One document found in a job: its pages, fields and object keys."""
+
+    job_id: int
+    index: int
+    first_page: int
+    last_page: int
+    doc_type: str
+    title: str | None = None
+    date: str | None = None
+    number: str | None = None
+    counterparty: str | None = None
+    amount: float | None = None
+    currency: str | None = None
+    reference: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+    group_key: str | None = None
+    pdf_key: str | None = None
+    thumb_key: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,32 @@
+"""The OCR port: images of pages in, text with confidence and rotation out.
+
+Engines: ``RapidOcrEngine`` (local, from PyPI alone), ``GoogleVisionOcr`` (google-cloud-vision),
+and the emulated Vision endpoint in ``raybatch.ocr.emulator`` for tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from raybatch.models import PageText
+
+
+@dataclass(frozen=True)
+class PageImage:
+    """One page to read: its number, an encoded image (PNG or JPEG) and the image's media type."""
+
+    page: int
+    image: bytes
+    media_type: str = "image/png"
+
+
+class OcrEngine(Protocol):
+    """Reads pages. ``name`` includes the engine's version: it keys the per-page cache."""
+
+    name: str
+
+    def read(self, pages: Sequence[PageImage]) -> list[PageText]:
+        """Text, confidence and upright rotation for each page, in order."""
+        ...
