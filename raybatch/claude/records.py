@@ -1,0 +1,59 @@
+"""Records of the Claude layer: a prepared request, a batch's normalised state, one request's result."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from raybatch.models import BatchStatus, ResultType, Usage
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    """One chunk's Messages request, ready to pack: ``encoded_size`` is its exact size in the batch body."""
+
+    custom_id: str
+    job_id: int
+    n: int
+    first_page: int
+    last_page: int
+    processing_key: str
+    params: Mapping[str, Any]
+    encoded_size: int
+
+
+@dataclass(frozen=True)
+class BatchState:
+    """A Message Batch normalised into our model; ``raw`` keeps the payload as received."""
+
+    id: str
+    status: BatchStatus
+    counts: Mapping[str, int]
+    created_at: datetime | None
+    ended_at: datetime | None
+    results_url: str | None
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def done_fraction(self) -> float:
+        """Share of requests no longer processing (0..1)."""
+        total = self.total
+        return 0.0 if total == 0 else 1.0 - self.counts.get("processing", 0) / total
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    """The outcome of one request: the answer text on success, the error type otherwise."""
+
+    custom_id: str
+    type: ResultType
+    text: str | None = None
+    usage: Usage | None = None
+    error_type: str | None = None
+    error_message: str | None = None
