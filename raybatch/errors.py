@@ -17,7 +17,9 @@
     │   ├── BatchFailed            a batch that ended without usable results
     │   ├── AttemptsExhausted      transient failures past the retry budget
     │   ├── LeaseLost              a stale owner tried to complete work it no longer holds
-    │   └── ObjectNotFound         a key that is not in the store
+    │   ├── ObjectNotFound         a key that is not in the store
+    │   ├── InvalidObjectKey       a key, prefix or metadata entry refused before touching storage
+    │   └── StorageRejected        the object store refused for good (denied, no bucket, bad request)
     └── SpendLimitReached          the account's spend limit: work is parked, not failed
 
 Messages never carry secrets or page text. Foreign exceptions are translated once, at the port
@@ -101,6 +103,14 @@ class LeaseLost(PermanentError):
 
 class ObjectNotFound(PermanentError):
     """No object under that key."""
+
+
+class InvalidObjectKey(PermanentError, ValueError):
+    """An object key, prefix or metadata entry the store refuses before touching storage."""
+
+
+class StorageRejected(PermanentError):
+    """The object store refused a request for good: access denied, no such bucket, bad request."""
 
 
 class SpendLimitReached(RaybatchError):
