@@ -1,0 +1,148 @@
+"""Render: pages of an open source → images sized for Claude, the text layer, its direction.
+
+Pure: a PyMuPDF document in, values out. The pixel budget is checked on the page's embedded images
+before anything is decoded, so a page bomb fails its job instead of the worker.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from dataclasses import dataclass
+
+import pymupdf
+from PIL import Image
+
+from raybatch.errors import InvalidSource
+from raybatch.models import PageText
+
+MAX_ZOOM = 300 / 72  # never render finer than 300 dpi, even for small pages
+MIN_TEXT_CHARS = 16  # fewer visible characters than this is not a usable text layer
+
+# Clockwise degrees that make the page upright, by the direction text runs (PyMuPDF: y grows down).
+_UPRIGHT_BY_DIRECTION = {(1, 0): 0, (0, -1): 90, (-1, 0): 180, (0, 1): 270}
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """How pages are drawn for Claude."""
+
+    long_edge: int = 1568
+    image_format: str = "jpeg"
+    quality: int = 80
+    max_page_pixels: int = 150_000_000
+
+
+@dataclass
+class PageRaster:
+    """A page drawn as it lies in the source (not yet turned upright)."""
+
+    page: int
+    image: Image.Image
+
+
+def check_page_budget(page: pymupdf.Page, max_pixels: int) -> None:
+    """Refuse a page whose embedded images would decode past the pixel budget."""
+    total = 0
+    for info in page.get_images(full=True):
+        width, height = int(info[2]), int(info[3])
+        total += width * height
+    if total > max_pixels:
+        raise InvalidSource(
+            f"page {page.number + 1} holds images of {total:,} pixels, over the budget of {max_pixels:,}"
+        )
+
+
+def zoom_for(page: pymupdf.Page, long_edge: int) -> float:
+    """The zoom that makes the page's long edge at most ``long_edge`` pixels."""
+    rect = page.rect
+    side = max(rect.width, rect.height, 1.0)
+    return min(long_edge / side, MAX_ZOOM)
+
+
+def rasterize(page: pymupdf.Page, options: RenderOptions) -> PageRaster:
+    """Draw one page in RGB at the size Claude reads."""
+    check_page_budget(page, options.max_page_pixels)
+    zoom = zoom_for(page, options.long_edge)
+    try:
+        pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
+    except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for broken content
+        raise InvalidSource(f"page {page.number + 1} cannot be rendered: {type(exc).__name__}") from exc
+    image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    return PageRaster(page=page.number + 1, image=image)
+
+
+def text_layer(page: pymupdf.Page) -> PageText:
+    """The page's own text, in reading order once upright, and the rotation its direction implies."""
+    lines: list[tuple[float, float, float, float, str]] = []
+    directions: Counter[tuple[int, int]] = Counter()
+    for block in page.get_text("dict").get("blocks", []):
+        for line in block.get("lines", []):
+            dx, dy = line["dir"]
+            text = "".join(span["text"] for span in line["spans"])
+            directions[(round(dx), round(dy))] += len(text.strip())
+            x0, y0, x1, y1 = line["bbox"]
+            lines.append(((x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0, text))
+    rotation = _UPRIGHT_BY_DIRECTION.get(directions.most_common(1)[0][0], 0) if directions else 0
+    text = _reading_order(lines, rotation)
+    usable = usable_text(text)
+    return PageText(
+        page=page.number + 1,
+        text=text if usable else "",
+        origin="layer" if usable else "none",
+        confidence=1.0 if usable else 0.0,
+        rotation=rotation if usable else 0,
+    )
+
+
+def _reading_order(lines: list[tuple[float, float, float, float, str]], rotation: int) -> str:
+    """Join lines top to bottom, left to right, as they read once the page is turned upright."""
+    # (row position, position along the row, line height) in the upright frame
+    frames = {
+        0: lambda x, y, w, h: (y, x, h),
+        90: lambda x, y, w, h: (x, -y, w),
+        180: lambda x, y, w, h: (-y, -x, h),
+        270: lambda x, y, w, h: (-x, y, w),
+    }
+    frame = frames[rotation]
+    placed = [(*frame(x, y, w, h), text) for x, y, w, h, text in lines if text.strip()]
+    placed.sort(key=lambda item: (item[0], item[1]))
+    rows: list[list[tuple[float, str]]] = []
+    last_row = None
+    for row, along, height, text in placed:
+        if last_row is None or row - last_row > max(height, 1.0) / 2:
+            rows.append([])
+            last_row = row
+        rows[-1].append((along, text))
+    return "\n".join(" ".join(t for _, t in sorted(row)) for row in rows)
+
+
+def usable_text(text: str) -> bool:
+    """Enough real characters to trust, and not mojibake from a broken font."""
+    visible = [c for c in text if not c.isspace()]
+    if len(visible) < MIN_TEXT_CHARS:
+        return False
+    broken = sum(1 for c in visible if c == "\ufffd" or (ord(c) < 32))
+    return broken / len(visible) < 0.1
+
+
+def upright(image: Image.Image, rotation: int) -> Image.Image:
+    """Turn an image clockwise by ``rotation`` degrees (PIL turns counter-clockwise)."""
+    return image.rotate(-rotation, expand=True) if rotation % 360 else image
+
+
+def encode(image: Image.Image, image_format: str, quality: int) -> tuple[bytes, str]:
+    """Encode for Claude: JPEG or WebP bytes and the media type."""
+    out = io.BytesIO()
+    if image_format == "webp":
+        image.save(out, format="WEBP", quality=quality, method=4)
+        return out.getvalue(), "image/webp"
+    image.save(out, format="JPEG", quality=quality, optimize=True)
+    return out.getvalue(), "image/jpeg"
+
+
+def encode_png(image: Image.Image) -> bytes:
+    """Lossless bytes for OCR engines."""
+    out = io.BytesIO()
+    image.save(out, format="PNG", compress_level=1)
+    return out.getvalue()
