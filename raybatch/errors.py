@@ -12,6 +12,7 @@
     │   ├── ConfigError            bad settings or arguments
     │   ├── InvalidSource          encrypted, corrupt, empty or oversized input file
     │   ├── InvalidRequest         a request the API rejects (400, 413)
+    │   │   └── ResourceNotFound   404; a batch just created may not be visible yet
     │   ├── AuthenticationFailed   401/403
     │   ├── UnparseableAnswer      an answer that is not valid even after repair
     │   ├── BatchFailed            a batch that ended without usable results
@@ -79,6 +80,10 @@ class InvalidSource(PermanentError):
 
 class InvalidRequest(PermanentError):
     """A request the API rejected as invalid."""
+
+
+class ResourceNotFound(InvalidRequest):
+    """HTTP 404: the API does not know the resource (a batch just created may not be visible yet)."""
 
 
 class AuthenticationFailed(PermanentError):
