@@ -24,4 +24,5 @@ def plan_chunks(pages: int, size: int = PAGES_PER_CHUNK) -> list[ChunkPlan]:
     """Split ``pages`` pages into chunks of ``size`` (the last may be shorter)."""
     if pages < 1 or size < 1:
         raise ValueError("a source needs at least one page and chunks at least one page")
-    return [ChunkPlan(n, first, min(first + size - 1, pages)) for n, first in enumerate(range(1, pages + 1, size))]
+    starts = range(1, pages + 1, size)
+    return [ChunkPlan(n, first, min(first + size - 1, pages)) for n, first in enumerate(starts)]
