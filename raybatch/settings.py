@@ -40,6 +40,7 @@ class OcrEngineName(StrEnum):
 
     AUTO = "auto"
     RAPIDOCR = "rapidocr"
+    TESSERACT = "tesseract"
     VISION = "vision"
     NONE = "none"
 
@@ -86,6 +87,8 @@ class OcrSettings(_Section):
     vision_concurrency: int = Field(4, ge=1, le=64)
     vision_batch_pages: int = Field(16, ge=1, le=16)
     ocr_min_confidence: float = Field(0.80, ge=0, le=1)
+    ocr_languages: str = Field("eng+rus", description="Tesseract models the local engine needs")
+    google_application_credentials: str | None = None
 
 
 class StateSettings(_Section):
