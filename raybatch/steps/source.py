@@ -1,0 +1,209 @@
+"""Source: a file's bytes → an open PDF, or ``InvalidSource`` with a reason.
+
+Images (JPEG, PNG, TIFF with any number of frames) become a PDF with one page per frame. Sizes are
+checked before anything is decoded or rendered, so a pixel bomb fails its job instead of its worker.
+Every ``InvalidSource`` message starts with one of the reasons below, then says why in words; it
+never quotes the file's contents.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import warnings
+
+import pymupdf
+from PIL import Image
+
+from raybatch.errors import InvalidSource
+from raybatch.models import SourceKind
+
+ENCRYPTED = "encrypted"
+CORRUPT = "corrupt"
+EMPTY = "empty"
+OVERSIZED = "oversized"
+UNSUPPORTED = "unsupported"
+REASONS = (ENCRYPTED, CORRUPT, EMPTY, OVERSIZED, UNSUPPORTED)
+
+RENDER_LONG_EDGE = 1568  # the render step's long edge for Claude
+MAX_RENDER_ZOOM = 300 / 72  # and its finest scale
+ASSUMED_DPI = 300.0  # a scan that states no believable resolution
+_BELIEVABLE_DPI = (98.0, 2400.0)  # 72 and 96 are what software writes when it does not know
+
+# PDF syntax in a file that lost its header: a damaged PDF (MuPDF may even repair it), not "other".
+_PDF_SYNTAX = re.compile(rb"\d+\s+\d+\s+obj\b|\btrailer\s*<<|\bstartxref\b")
+
+_IMAGE_MAGIC = (
+    (b"\xff\xd8\xff", "jpeg"),
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"II*\x00", "tiff"),
+    (b"MM\x00*", "tiff"),
+    (b"II+\x00", "tiff"),  # BigTIFF
+    (b"MM\x00+", "tiff"),
+)
+
+
+def reason_of(exc: InvalidSource) -> str:
+    """The reason an ``InvalidSource`` from this module names (its message's first word)."""
+    return str(exc).split(":", 1)[0]
+
+
+def image_format(data: bytes) -> str | None:
+    """``jpeg``, ``png`` or ``tiff`` by magic bytes; None for anything else."""
+    for magic, name in _IMAGE_MAGIC:
+        if data.startswith(magic):
+            return name
+    return None
+
+
+def detect_kind(data: bytes) -> SourceKind:
+    """PDF or image, by magic bytes (or PDF syntax after a lost header); else an ``InvalidSource``."""
+    if not data:
+        raise InvalidSource(f"{EMPTY}: the file has no bytes")
+    # The PDF header may follow some junk; readers (MuPDF included) look in the first KiB.
+    if b"%PDF-" in data[:1024]:
+        return SourceKind.PDF
+    if image_format(data) is not None:
+        return SourceKind.IMAGE
+    if _PDF_SYNTAX.search(data[:4096]):
+        return SourceKind.PDF
+    raise InvalidSource(f"{UNSUPPORTED}: not a PDF or image (JPEG, PNG, TIFF)")
+
+
+def open_source(
+    data: bytes, kind: SourceKind, *, max_page_pixels: int, long_edge: int = RENDER_LONG_EDGE
+) -> pymupdf.Document:
+    """An open PDF of the source, every page checked against the pixel budget before any rendering.
+
+    ``long_edge`` is the render step's long edge: a page's pixel count "at render scale" is its
+    size drawn that long (never finer than 300 dpi). Embedded images count at their decoded size.
+    """
+    doc = _image_to_pdf(data, max_page_pixels) if kind == SourceKind.IMAGE else _open_pdf(data)
+    try:
+        check_pages(doc, max_page_pixels=max_page_pixels, long_edge=long_edge)
+    except InvalidSource:
+        doc.close()
+        raise
+    return doc
+
+
+def check_pages(doc: pymupdf.Document, *, max_page_pixels: int, long_edge: int = RENDER_LONG_EDGE) -> None:
+    """Refuse a page that would render, or whose images would decode, past the pixel budget."""
+    for number in range(doc.page_count):
+        try:
+            page = doc.load_page(number)
+            rendered = render_pixels(page.rect, long_edge)
+            embedded = sum(int(info[2]) * int(info[3]) for info in page.get_images(full=True))
+        except Exception as exc:  # a damaged page tree makes MuPDF raise several kinds of error
+            raise InvalidSource(f"{CORRUPT}: page {number + 1} cannot be read") from exc
+        worst = max(rendered, embedded)
+        if worst > max_page_pixels:
+            raise InvalidSource(
+                f"{OVERSIZED}: page {number + 1} needs {worst:,} pixels, "
+                f"over the budget of {max_page_pixels:,}"
+            )
+
+
+def render_pixels(rect: pymupdf.Rect, long_edge: int) -> int:
+    """Pixels of a page drawn with its long edge at ``long_edge`` (never finer than 300 dpi)."""
+    side = max(rect.width, rect.height, 1.0)
+    zoom = min(long_edge / side, MAX_RENDER_ZOOM)
+    return round(rect.width * zoom) * round(rect.height * zoom)
+
+
+def render_check(doc: pymupdf.Document, *, long_edge: int = 64) -> None:
+    """Draw every page small; a page MuPDF cannot draw is an ``InvalidSource``."""
+    for number in range(doc.page_count):
+        try:
+            page = doc.load_page(number)
+            zoom = long_edge / max(page.rect.width, page.rect.height, 1.0)
+            page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+        except Exception as exc:  # MuPDF reports broken content as RuntimeError, ValueError, ...
+            raise InvalidSource(f"{CORRUPT}: page {number + 1} cannot be rendered") from exc
+
+
+def _open_pdf(data: bytes) -> pymupdf.Document:
+    try:
+        doc = pymupdf.open(stream=data, filetype="pdf")
+    except Exception as exc:  # FileDataError, EmptyFileError, or a bare RuntimeError from MuPDF
+        raise InvalidSource(f"{CORRUPT}: the file cannot be opened as a PDF") from exc
+    # Owner-password-only files open with the empty user password; anything else needs a secret.
+    if doc.needs_pass and not doc.authenticate(""):
+        doc.close()
+        raise InvalidSource(f"{ENCRYPTED}: the PDF needs a password")
+    try:
+        pages = doc.page_count
+    except Exception as exc:
+        doc.close()
+        raise InvalidSource(f"{CORRUPT}: the page tree cannot be read") from exc
+    if pages == 0:
+        damaged = doc.is_repaired
+        doc.close()
+        if damaged:
+            raise InvalidSource(f"{CORRUPT}: the PDF is damaged and no page could be recovered")
+        raise InvalidSource(f"{EMPTY}: the PDF has no pages")
+    return doc
+
+
+def _image_to_pdf(data: bytes, max_page_pixels: int) -> pymupdf.Document:
+    fmt = image_format(data)
+    if fmt is None:
+        raise InvalidSource(f"{UNSUPPORTED}: not a PDF or image (JPEG, PNG, TIFF)")
+    sizes = _page_sizes(data, fmt, max_page_pixels)
+    try:
+        with pymupdf.open(stream=data, filetype=fmt) as images:
+            converted = pymupdf.open("pdf", images.convert_to_pdf())
+    except Exception as exc:  # a damaged image body only shows when MuPDF decodes it
+        raise InvalidSource(f"{CORRUPT}: the {fmt.upper()} image cannot be decoded") from exc
+    if converted.page_count != len(sizes):
+        raise InvalidSource(f"{CORRUPT}: the {fmt.upper()} image's frames cannot all be read")
+    doc = pymupdf.open()
+    for number, (width, height) in enumerate(sizes):
+        # MuPDF sizes pages at 96 dpi when the image says nothing; redraw at the resolution we trust.
+        page = doc.new_page(width=width, height=height)
+        page.show_pdf_page(page.rect, converted, number, keep_proportion=False)
+    converted.close()
+    return doc
+
+
+def _page_sizes(data: bytes, fmt: str, max_page_pixels: int) -> list[tuple[float, float]]:
+    """Each frame's page size in points, read from the headers alone (nothing is decoded)."""
+    with warnings.catch_warnings():
+        # We check the pixel count ourselves, against our own budget.
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        try:
+            with Image.open(io.BytesIO(data), formats=[fmt.upper()]) as image:
+                frames = getattr(image, "n_frames", 1) if fmt == "tiff" else 1
+                sizes = []
+                for frame in range(frames):
+                    image.seek(frame)
+                    _check_frame(image.size, frame, max_page_pixels)
+                    sizes.append(_points(image.size, image.info.get("dpi")))
+                return sizes
+        except Image.DecompressionBombError as exc:
+            raise InvalidSource(f"{OVERSIZED}: the image is far over the pixel budget") from exc
+        except InvalidSource:
+            raise
+        except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError, struct.error, ...
+            raise InvalidSource(f"{CORRUPT}: the {fmt.upper()} header cannot be read") from exc
+
+
+def _check_frame(size: tuple[int, int], frame: int, max_page_pixels: int) -> None:
+    width, height = size
+    if width <= 0 or height <= 0:
+        raise InvalidSource(f"{CORRUPT}: image frame {frame + 1} has no pixels")
+    if width * height > max_page_pixels:
+        raise InvalidSource(
+            f"{OVERSIZED}: image frame {frame + 1} is {width}x{height} pixels, "
+            f"over the budget of {max_page_pixels:,}"
+        )
+
+
+def _points(size: tuple[int, int], dpi: object) -> tuple[float, float]:
+    low, high = _BELIEVABLE_DPI
+    xdpi = ydpi = ASSUMED_DPI
+    if isinstance(dpi, tuple) and len(dpi) == 2:
+        x, y = (float(v) for v in dpi)
+        if low <= x <= high and low <= y <= high:
+            xdpi, ydpi = x, y
+    return size[0] * 72 / xdpi, size[1] * 72 / ydpi
