@@ -1,0 +1,50 @@
+"""Slice: one document's pages of an open source → its own PDF, each page turned upright.
+
+Pure: a PyMuPDF document in, bytes out. The bytes depend only on the input (no dates, no random
+file ids), so rewriting a document after a retry writes the same object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pymupdf
+
+PRODUCER = "raybatch"
+_METADATA = {"producer": PRODUCER, "creator": PRODUCER}
+
+
+def slice_document(
+    source: pymupdf.Document, first_page: int, last_page: int, rotations: Mapping[int, int]
+) -> bytes:
+    """A new PDF of pages ``first_page..last_page`` (1-based, inclusive), each turned upright.
+
+    ``rotations`` maps a source page to the clockwise degrees that make it upright, as the page
+    is displayed (its own /Rotate included); pages it lacks stay as they are.
+    """
+    if not 1 <= first_page <= last_page <= source.page_count:
+        raise ValueError(f"pages {first_page}-{last_page} are not within 1-{source.page_count}")
+    out = pymupdf.open()
+    try:
+        out.insert_pdf(source, from_page=first_page - 1, to_page=last_page - 1)
+        for offset, page in enumerate(out):
+            turn = upright_turn(rotations.get(first_page + offset, 0))
+            if turn:
+                page.set_rotation((page.rotation + turn) % 360)
+        return deterministic_bytes(out)
+    finally:
+        out.close()
+
+
+def upright_turn(rotation: int) -> int:
+    """A rotation normalised to 0, 90, 180 or 270; anything else is a caller's mistake."""
+    if rotation % 90:
+        raise ValueError(f"rotation must be a multiple of 90 degrees, not {rotation}")
+    return rotation % 360
+
+
+def deterministic_bytes(doc: pymupdf.Document) -> bytes:
+    """The document saved compactly with fixed metadata and no file id: same input, same bytes."""
+    doc.set_metadata(dict(_METADATA))
+    doc.del_xml_metadata()
+    return doc.tobytes(garbage=3, deflate=True, no_new_id=True)
