@@ -1,0 +1,121 @@
+"""Build one chunk's Messages request from its rendered pages, with its exact encoded size.
+
+A page goes as a ``Page N:`` text block (see ``raybatch.claude.pagetext``) and, unless the modality
+sends it as text only, its image. The size is what the request adds to a Message Batches create body
+as the anthropic SDK writes it: ``json.dumps(..., ensure_ascii=False, separators=(",", ":"),
+allow_nan=False)`` in UTF-8 (``anthropic._utils._json.openapi_dumps``), so the packer can count bytes
+without encoding a batch twice.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from raybatch.claude.answer import PROMPT_VERSION
+from raybatch.claude.pagetext import page_text_block
+from raybatch.claude.prompt import SYSTEM_PROMPT, closing_instruction
+from raybatch.claude.records import PreparedRequest
+from raybatch.claude.schema import answer_schema
+from raybatch.errors import InvalidRequest
+from raybatch.ids import custom_id, processing_key
+from raybatch.models import PageText, RenderedPage
+from raybatch.settings import Modality
+
+MAX_PAGES = 8
+MAX_LONG_EDGE = 1568
+MAX_IMAGE_BYTES = 3_750_000  # 5 MB once base64-encoded: the API's per-image limit, read strictly
+MIN_TEXT_CHARS = 40  # fewer letters and digits than this is not enough to read a page by
+_MAGIC = {"image/jpeg": (b"\xff\xd8\xff",), "image/webp": (b"RIFF",)}
+
+
+def build_request(
+    job_id: int,
+    n: int,
+    sha256: str,
+    pages: Sequence[RenderedPage],
+    *,
+    model: str,
+    max_tokens: int,
+    modality: Modality,
+    min_confidence: float,
+) -> PreparedRequest:
+    """Chunk ``n`` of job ``job_id`` as a prepared request; refuses pages it must not send."""
+    _check_pages(pages)
+    cid = custom_id(job_id, n)
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "system": [{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": _content(pages, modality, min_confidence)}],
+        "output_config": {"format": {"type": "json_schema", "schema": answer_schema()}},
+    }
+    return PreparedRequest(
+        custom_id=cid,
+        job_id=job_id,
+        n=n,
+        first_page=pages[0].page,
+        last_page=pages[-1].page,
+        processing_key=processing_key(sha256, n, PROMPT_VERSION, model),
+        params=params,
+        encoded_size=encoded_size(cid, params),
+    )
+
+
+def encoded_size(request_custom_id: str, params: Mapping[str, Any]) -> int:
+    """Bytes that ``{"custom_id": ..., "params": ...}`` takes in a batch create body."""
+    entry = {"custom_id": request_custom_id, "params": params}
+    return len(json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode())
+
+
+def sends_image(text: PageText, modality: Modality, min_confidence: float) -> bool:
+    """Whether a page goes with its image, or as its text alone."""
+    if modality is Modality.IMAGES:
+        return True
+    if modality is Modality.TEXT:
+        return not text.text.strip()
+    if sum(ch.isalnum() for ch in text.text) < MIN_TEXT_CHARS:
+        return True
+    confident_ocr = text.origin.startswith("ocr:") and text.confidence >= min_confidence
+    return not (text.origin == "layer" or confident_ocr)
+
+
+def _content(pages: Sequence[RenderedPage], modality: Modality, min_confidence: float) -> list[dict]:
+    blocks: list[dict[str, Any]] = []
+    for page in pages:
+        blocks.append(page_text_block(page.page, page.text.text))
+        if sends_image(page.text, modality, min_confidence):
+            blocks.append(_image_block(page))
+    blocks.append({"type": "text", "text": closing_instruction(pages[0].page, pages[-1].page)})
+    return blocks
+
+
+def _image_block(page: RenderedPage) -> dict[str, Any]:
+    data = base64.b64encode(page.image).decode("ascii")
+    return {"type": "image", "source": {"type": "base64", "media_type": page.media_type, "data": data}}
+
+
+def _check_pages(pages: Sequence[RenderedPage]) -> None:
+    if not 1 <= len(pages) <= MAX_PAGES:
+        raise InvalidRequest(f"a chunk holds 1 to {MAX_PAGES} pages, got {len(pages)}")
+    numbers = [page.page for page in pages]
+    if numbers != list(range(numbers[0], numbers[0] + len(numbers))) or numbers[0] < 1:
+        raise InvalidRequest(f"chunk pages must be consecutive from 1 up, got {numbers}")
+    for page in pages:
+        _check_image(page)
+
+
+def _check_image(page: RenderedPage) -> None:
+    magic = _MAGIC.get(page.media_type)
+    if magic is None:
+        raise InvalidRequest(f"page {page.page}: media type {page.media_type!r} is not JPEG or WebP")
+    if not page.image.startswith(magic) or (page.media_type == "image/webp" and page.image[8:12] != b"WEBP"):
+        raise InvalidRequest(f"page {page.page}: image bytes are not {page.media_type}")
+    if max(page.width, page.height) > MAX_LONG_EDGE or min(page.width, page.height) < 1:
+        raise InvalidRequest(
+            f"page {page.page}: image is {page.width}x{page.height}, long edge must be 1..{MAX_LONG_EDGE} px"
+        )
+    if len(page.image) > MAX_IMAGE_BYTES:
+        raise InvalidRequest(f"page {page.page}: image is {len(page.image)} bytes, over {MAX_IMAGE_BYTES}")

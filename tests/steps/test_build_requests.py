@@ -1,0 +1,160 @@
+"""Request builder: params shape, modality, refusals, and the exact size the SDK sends."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+from PIL import Image
+
+from raybatch.claude.answer import PROMPT_VERSION
+from raybatch.claude.pagetext import pages_from_params
+from raybatch.claude.prompt import SYSTEM_PROMPT
+from raybatch.claude.schema import answer_schema
+from raybatch.errors import InvalidRequest
+from raybatch.ids import processing_key
+from raybatch.models import PageText, RenderedPage
+from raybatch.settings import Modality
+from raybatch.steps.build_requests import MIN_TEXT_CHARS, build_request, sends_image
+from raybatch.steps.pack import ENVELOPE_BYTES, batch_body_size
+
+SHA = "ab" * 32
+LONG_TEXT = 'Счёт на оплату № 17 от 01.03.2024\nООО «Ромашка» "quoted" \\ back\tslash — €'
+
+
+def _image(fmt: str = "JPEG", size: tuple[int, int] = (60, 80)) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", size, "white").save(out, format=fmt)
+    return out.getvalue()
+
+
+JPEG = _image()
+
+
+def page(
+    n: int, text: str = LONG_TEXT, origin: str = "layer", confidence: float = 1.0, **kw: Any
+) -> RenderedPage:
+    fields: dict[str, Any] = {"image": JPEG, "media_type": "image/jpeg", "width": 60, "height": 80}
+    fields.update(kw)
+    return RenderedPage(
+        page=n, text=PageText(page=n, text=text, origin=origin, confidence=confidence), **fields
+    )
+
+
+def build(pages: list[RenderedPage], modality: Modality = Modality.IMAGES, job_id: int = 12, n: int = 1):
+    return build_request(
+        job_id, n, SHA, pages, model="claude-test", max_tokens=4096, modality=modality, min_confidence=0.8
+    )
+
+
+def test_params_carry_prompt_pages_images_and_schema() -> None:
+    request = build([page(9), page(10, text="")])
+    params = request.params
+    assert (request.custom_id, request.first_page, request.last_page) == ("job_12_batch_1", 9, 10)
+    assert request.processing_key == processing_key(SHA, 1, PROMPT_VERSION, "claude-test")
+    assert params["model"] == "claude-test" and params["max_tokens"] == 4096
+    assert params["system"] == [
+        {"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}
+    ]
+    assert params["output_config"] == {"format": {"type": "json_schema", "schema": answer_schema()}}
+    content = params["messages"][0]["content"]
+    assert [block["type"] for block in content] == ["text", "image", "text", "image", "text"]
+    assert content[1]["source"] == {
+        "type": "base64", "media_type": "image/jpeg", "data": base64.b64encode(JPEG).decode(),
+    }  # fmt: skip
+    assert pages_from_params(params) == [(9, LONG_TEXT), (10, "")]
+
+
+@pytest.mark.parametrize(
+    ("modality", "text", "origin", "confidence", "image"),
+    [
+        (Modality.IMAGES, LONG_TEXT, "layer", 1.0, True),
+        (Modality.TEXT, LONG_TEXT, "ocr:rapidocr", 0.1, False),
+        (Modality.TEXT, "  \n", "none", 0.0, True),
+        (Modality.TEXT, "ab", "layer", 1.0, False),
+        (Modality.ADAPTIVE, LONG_TEXT, "layer", 1.0, False),
+        (Modality.ADAPTIVE, LONG_TEXT, "ocr:rapidocr", 0.8, False),
+        (Modality.ADAPTIVE, LONG_TEXT, "ocr:rapidocr", 0.79, True),
+        (Modality.ADAPTIVE, LONG_TEXT, "none", 1.0, True),
+        (Modality.ADAPTIVE, "x" * (MIN_TEXT_CHARS - 1), "layer", 1.0, True),
+        (Modality.ADAPTIVE, "x" * MIN_TEXT_CHARS, "layer", 1.0, False),
+    ],
+)
+def test_modality_decides_whether_the_image_goes(
+    modality: Modality, text: str, origin: str, confidence: float, image: bool
+) -> None:
+    page_text = PageText(page=1, text=text, origin=origin, confidence=confidence)
+    assert sends_image(page_text, modality, 0.8) is image
+    content = build([page(1, text, origin, confidence)], modality).params["messages"][0]["content"]
+    assert any(block["type"] == "image" for block in content) is image
+
+
+@pytest.mark.parametrize(
+    ("pages", "match"),
+    [
+        ([], "1 to 8 pages"),
+        ([page(n) for n in range(1, 10)], "1 to 8 pages"),
+        ([page(1), page(3)], "consecutive"),
+        ([page(0)], "consecutive"),
+        ([page(1, width=1569)], "long edge"),
+        ([page(1, height=2000)], "long edge"),
+        ([page(1, media_type="image/png", image=_image("PNG"))], "not JPEG or WebP"),
+        ([page(1, media_type="image/webp")], "not image/webp"),
+        ([page(1, image=b"\xff\xd8\xff" + b"\0" * 3_750_000)], "bytes, over"),
+    ],
+)
+def test_refuses_what_it_must_not_send(pages: list[RenderedPage], match: str) -> None:
+    with pytest.raises(InvalidRequest, match=match):
+        build(pages)
+
+
+def test_eight_webp_pages_at_the_size_limit_are_fine() -> None:
+    webp = _image("WEBP")
+    pages = [page(n, media_type="image/webp", image=webp, width=1568, height=1100) for n in range(17, 25)]
+    request = build(pages)
+    assert (request.first_page, request.last_page) == (17, 24)
+
+
+def _capture_batch_body(requests: list[dict[str, Any]]) -> bytes:
+    """The body the real SDK sends for batches.create, captured by a mock transport."""
+    bodies: list[bytes] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(request.read())
+        return httpx2.Response(200, json={
+            "id": "msgbatch_1", "type": "message_batch", "processing_status": "in_progress",
+            "request_counts": {"processing": 1, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0},
+            "created_at": "2026-01-01T00:00:00Z", "expires_at": "2026-01-02T00:00:00Z",
+            "ended_at": None, "cancel_initiated_at": None, "archived_at": None, "results_url": None,
+        })  # fmt: skip
+
+    http = httpx2.Client(transport=httpx2.MockTransport(handler))
+    with anthropic.Anthropic(api_key="test", base_url="http://claude.test", http_client=http) as client:
+        client.messages.batches.create(requests=requests)  # type: ignore[arg-type]
+    assert len(bodies) == 1
+    return bodies[0]
+
+
+def test_encoded_size_is_what_the_sdk_sends() -> None:
+    prepared = [
+        build([page(1), page(2, text="")], n=0),
+        build([page(3, text="Invoice \u2028 \U0001f600 «ёлка»")], Modality.TEXT, n=1),
+        build([page(1)], job_id=99, n=0),
+    ]
+    body = _capture_batch_body([{"custom_id": r.custom_id, "params": dict(r.params)} for r in prepared])
+    assert len(body) == batch_body_size(prepared)
+    assert len(body) == ENVELOPE_BYTES + sum(r.encoded_size for r in prepared) + len(prepared) - 1
+    sent = json.loads(body)["requests"]
+    assert [entry["custom_id"] for entry in sent] == [r.custom_id for r in prepared]
+    assert sent[1]["params"] == prepared[1].params
+
+
+def test_encoded_size_of_a_single_request_matches_the_sdk() -> None:
+    request = build([page(5)])
+    body = _capture_batch_body([{"custom_id": request.custom_id, "params": dict(request.params)}])
+    assert len(body) == ENVELOPE_BYTES + request.encoded_size
