@@ -1,0 +1,197 @@
+"""Group: documents of one deal (same counterparty, same contract or deal reference) share a key.
+
+Pure. Names are compared as skeletons that shrug off what OCR and people vary: case, spaces,
+quotes, punctuation, legal forms (ООО, LLC, Ltd, ...), and Cyrillic/Latin look-alike letters.
+``group_documents`` also forgives a letter or two lost from a counterparty's name when the
+reference is the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, TypeVar
+
+# Cyrillic letters that look like Latin ones, folded to the Latin (after casefolding).
+_LOOKALIKES = str.maketrans("авекмнорстухёіјѕ", "abekmhopctyxeijs")
+_TOKEN = re.compile(r"[^\W_]+")
+_SHORT_FORMS = (
+    *("ооо", "оао", "зао", "пао", "нао", "ао", "ип", "чп", "тоо", "нко", "гуп", "муп", "фгуп"),
+    *("llc", "ltd", "limited", "inc", "incorporated", "corp", "corporation", "co", "company"),
+    *("gmbh", "ag", "sa", "plc", "llp", "lp", "bv", "nv"),
+)
+_LONG_FORMS = (
+    "общество с ограниченной ответственностью",
+    "публичное акционерное общество",
+    "закрытое акционерное общество",
+    "открытое акционерное общество",
+    "акционерное общество",
+    "индивидуальный предприниматель",
+    "limited liability company",
+    "public limited company",
+)
+_REFERENCE_FILLERS = (
+    *("n", "no", "nr", "num", "number", "ref", "reference", "contract", "agreement", "deal"),
+    *("договор", "контракт", "сделка", "номер", "основание"),
+)
+
+
+def _skeleton_tokens(text: str) -> list[str]:
+    # "№" first: NFKC would spell it "No" and glue it to the number.
+    folded = unicodedata.normalize("NFKC", text.replace("№", " ")).casefold()
+    tokens: list[str] = []
+    initials = False  # the last token was built from one-letter tokens
+    for token in _TOKEN.findall(folded):
+        single = len(token) == 1 and token.isalpha()
+        if single and initials:
+            tokens[-1] += token.translate(_LOOKALIKES)  # "L.L.C." reads as "llc", "О.О.О." as "ооо"
+            continue
+        tokens.append(token.translate(_LOOKALIKES))
+        initials = single
+    return tokens
+
+
+_SHORT = frozenset(token for form in _SHORT_FORMS for token in _skeleton_tokens(form))
+_LONG = tuple(tuple(_skeleton_tokens(form)) for form in _LONG_FORMS)
+_FILLERS = frozenset(token for word in _REFERENCE_FILLERS for token in _skeleton_tokens(word))
+
+
+def normalize_counterparty(name: str | None) -> str:
+    """The skeleton of a counterparty's name: no legal form, quotes, case, spaces or look-alikes."""
+    tokens = _skeleton_tokens(name or "")
+    for form in _LONG:
+        tokens = _drop_phrase(tokens, form)
+    return "".join(token for token in tokens if token not in _SHORT)
+
+
+def normalize_reference(reference: str | None) -> str:
+    """The skeleton of a contract or deal number: no "No."/"№"/"Contract", punctuation or case."""
+    tokens = _skeleton_tokens(reference or "")
+    while len(tokens) > 1 and tokens[0] in _FILLERS:
+        tokens = tokens[1:]
+    return "".join(tokens)
+
+
+def _drop_phrase(tokens: list[str], phrase: tuple[str, ...]) -> list[str]:
+    size = len(phrase)
+    out, at = [], 0
+    while at < len(tokens):
+        if tuple(tokens[at : at + size]) == phrase:
+            at += size
+        else:
+            out.append(tokens[at])
+            at += 1
+    return out
+
+
+@dataclass(frozen=True)
+class GroupIdentity:
+    """What makes a group: its key, a label for people, and the two skeletons it was made from."""
+
+    key: str
+    label: str
+    counterparty: str
+    reference: str
+
+
+def group_identity(counterparty: str | None, reference: str | None) -> GroupIdentity | None:
+    """The group of a (counterparty, reference) pair; None unless both say something."""
+    party, ref = normalize_counterparty(counterparty), normalize_reference(reference)
+    if not party or not ref:
+        return None
+    digest = hashlib.sha1(f"{party}\x1f{ref}".encode(), usedforsecurity=False).hexdigest()
+    label = f"{' '.join((counterparty or '').split())} · {' '.join((reference or '').split())}"
+    return GroupIdentity(key=f"g_{digest[:16]}", label=label, counterparty=party, reference=ref)
+
+
+def group_key(counterparty: str | None, reference: str | None) -> str | None:
+    """A short stable key (``g_`` + 16 hex) for a counterparty and a reference; None if either is missing."""
+    identity = group_identity(counterparty, reference)
+    return identity.key if identity else None
+
+
+def group_label(counterparty: str | None, reference: str | None) -> str | None:
+    """A label for people: the counterparty and the reference as written."""
+    identity = group_identity(counterparty, reference)
+    return identity.label if identity else None
+
+
+def same_group(a: GroupIdentity, b: GroupIdentity) -> bool:
+    """Same reference and the same counterparty, give or take a quarter of its letters."""
+    if a.reference != b.reference:
+        return False
+    allowed = max(len(a.counterparty), len(b.counterparty)) // 4
+    return edit_distance(a.counterparty, b.counterparty, limit=allowed) <= allowed
+
+
+def edit_distance(a: str, b: str, *, limit: int) -> int:
+    """Levenshtein distance, or ``limit + 1`` as soon as it is sure to exceed ``limit``."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, start=1):
+        current = [i]
+        for j, other in enumerate(b, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
+        if min(current) > limit:
+            return limit + 1
+        previous = current
+    return previous[-1]
+
+
+class Groupable(Protocol):
+    """Anything with a counterparty and a reference (``DocumentRecord`` among others)."""
+
+    @property
+    def counterparty(self) -> str | None: ...
+
+    @property
+    def reference(self) -> str | None: ...
+
+
+D = TypeVar("D", bound=Groupable)
+
+
+def resolve_identities(
+    pairs: Iterable[tuple[str | None, str | None]], known: Sequence[GroupIdentity] = ()
+) -> list[GroupIdentity | None]:
+    """The group of each pair, near-spellings merged into a known group or the most common spelling."""
+    identities = [group_identity(party, ref) for party, ref in pairs]
+    counts = Counter(identity for identity in identities if identity)
+    chosen: list[GroupIdentity] = list(known)
+    for identity, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0].key)):
+        if not any(same_group(identity, other) for other in chosen):
+            chosen.append(identity)
+    return [_canonical(identity, chosen) for identity in identities]
+
+
+def _canonical(identity: GroupIdentity | None, chosen: Sequence[GroupIdentity]) -> GroupIdentity | None:
+    if identity is None:
+        return None
+    return next(other for other in chosen if same_group(identity, other))
+
+
+def group_documents(docs: Sequence[D], known: Sequence[GroupIdentity] = ()) -> dict[str, list[D]]:
+    """Documents by group key, in the order given; documents without a group are left out."""
+    groups: dict[str, list[D]] = {}
+    for doc, identity in zip(docs, resolve_identities(_pairs(docs), known), strict=True):
+        if identity is not None:
+            groups.setdefault(identity.key, []).append(doc)
+    return groups
+
+
+def assign_groups(docs: Sequence[Any], known: Sequence[GroupIdentity] = ()) -> list[Any]:
+    """Copies of frozen dataclass records (``DocumentRecord``) with ``group_key`` filled in (or None)."""
+    identities = resolve_identities(_pairs(docs), known)
+    return [
+        replace(doc, group_key=identity.key if identity else None)
+        for doc, identity in zip(docs, identities, strict=True)
+    ]
+
+
+def _pairs(docs: Sequence[Groupable]) -> list[tuple[str | None, str | None]]:
+    return [(doc.counterparty, doc.reference) for doc in docs]
