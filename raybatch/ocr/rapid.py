@@ -1,0 +1,178 @@
+"""The local engine: RapidOCR 3.x with the PP-OCR models inside its wheel; it never downloads.
+
+Its bundled recogniser reads Latin script (English) but has no Cyrillic; ``TesseractOcrEngine``
+reads Russian where Debian's tesseract is present. Rotation detection here serves both engines.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import threading
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from raybatch.errors import ConfigError
+from raybatch.models import PageText
+from raybatch.ocr.images import decode_bgr, shrink, turn_clockwise
+from raybatch.ocr.layout import TextBox, group_lines, lines_text, mean_score
+from raybatch.ocr.port import PageImage
+
+# The models rapidocr 3.x ships in its wheel (rapidocr/models): PP-OCRv6 small det/rec, v2 cls.
+DET_MODEL = "PP-OCRv6_det_small.onnx"
+REC_MODEL = "PP-OCRv6_rec_small.onnx"
+CLS_MODEL = "ch_ppocr_mobile_v2.0_cls_mobile.onnx"
+ROTATION_LONG_EDGE = 1024  # orientation is decided on a copy this size: detection only, cheap
+_VOTING_CROPS = 16
+
+
+def rapidocr_version() -> str:
+    """The installed rapidocr version, or '' when it is not installed."""
+    try:
+        return importlib.metadata.version("rapidocr")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+class RapidOcrEngine:
+    """PP-OCRv6 on onnxruntime; loads its models once per process, on first use; picklable."""
+
+    def __init__(self, threads: int = 0, rotation_long_edge: int = ROTATION_LONG_EDGE) -> None:
+        self.threads = threads  # onnxruntime threads per session; 0 = all cores
+        self.rotation_long_edge = rotation_long_edge
+        self.name = f"rapidocr-{rapidocr_version()}/{REC_MODEL.removesuffix('.onnx')}"
+
+    def read(self, pages: Sequence[PageImage]) -> list[PageText]:
+        """Text, mean line score and upright rotation for each page."""
+        return [self.read_one(page) for page in pages]
+
+    def read_one(self, page: PageImage) -> PageText:
+        """One page: find its rotation on a small copy, then read it upright at full size."""
+        image = decode_bgr(page.image, page.page)
+        rotation = self.detect_rotation(image)
+        boxes = self.read_boxes(turn_clockwise(image, rotation))
+        return PageText(
+            page=page.page,
+            text=lines_text(group_lines(boxes)),
+            origin=f"ocr:{self.name}",
+            confidence=round(mean_score(boxes), 4),
+            rotation=rotation,
+        )
+
+    def detect_rotation(self, image: np.ndarray) -> int:
+        """Clockwise degrees (0/90/180/270) that make the page upright."""
+        small, _ = shrink(image, self.rotation_long_edge)
+        with _lock(self.threads):
+            return detect_rotation(_engine(self.threads), small)
+
+    def read_boxes(self, upright: np.ndarray) -> list[TextBox]:
+        """Every text line found on an upright page."""
+        with _lock(self.threads):
+            out = _engine(self.threads)(upright, use_det=True, use_cls=False, use_rec=True)
+        return _text_boxes(out)
+
+
+def detect_rotation(engine: Any, small: np.ndarray) -> int:
+    """Rotation from line geometry (horizontal or vertical) plus the 0/180 classifier's vote."""
+    quads = _detect(engine, small)
+    base = 90 if _mostly_vertical(quads) else 0
+    if base:
+        small = turn_clockwise(small, base)
+        quads = _detect(engine, small)
+    flipped = _upside_down(engine, small, quads)
+    return (base + (180 if flipped else 0)) % 360
+
+
+def _detect(engine: Any, image: np.ndarray) -> np.ndarray:
+    out = engine(image, use_det=True, use_cls=False, use_rec=False)
+    boxes = getattr(out, "boxes", None)
+    return np.zeros((0, 4, 2), dtype=np.float32) if boxes is None else np.asarray(boxes, np.float32)
+
+
+def _sides(quads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each quad's width (first edge) and height (last edge)."""
+    widths = np.linalg.norm(quads[:, 1] - quads[:, 0], axis=1)
+    heights = np.linalg.norm(quads[:, 3] - quads[:, 0], axis=1)
+    return widths, heights
+
+
+def _mostly_vertical(quads: np.ndarray) -> bool:
+    """True when elongated boxes are mostly taller than wide (lines run up or down the page)."""
+    if len(quads) == 0:
+        return False
+    widths, heights = _sides(quads)
+    area = widths * heights
+    tall = heights > 2 * widths
+    wide = widths > 2 * heights
+    return float(area[tall].sum()) > float(area[wide].sum())
+
+
+def _upside_down(engine: Any, image: np.ndarray, quads: np.ndarray) -> bool:
+    """The angle classifier's vote, weighted by score, over the longest horizontal lines."""
+    from rapidocr.utils.process_img import get_rotate_crop_image
+
+    if len(quads) == 0:
+        return False
+    widths, heights = _sides(quads)
+    order = [i for i in np.argsort(-widths) if widths[i] > 2 * heights[i]][:_VOTING_CROPS]
+    votes = {"0": 0.0, "180": 0.0}
+    for i in order:
+        crop = get_rotate_crop_image(image, quads[i].copy())
+        for label, score in getattr(engine(crop, use_det=False, use_cls=True, use_rec=False), "cls_res", []):
+            votes[label] = votes.get(label, 0.0) + float(score)
+    return votes["180"] > votes["0"]
+
+
+def _text_boxes(out: Any) -> list[TextBox]:
+    boxes, texts = getattr(out, "boxes", None), getattr(out, "txts", None)
+    scores = getattr(out, "scores", None)
+    if boxes is None or texts is None or scores is None:
+        return []
+    return [
+        TextBox(
+            text=str(text), score=float(score),
+            left=float(quad[:, 0].min()), top=float(quad[:, 1].min()),
+            right=float(quad[:, 0].max()), bottom=float(quad[:, 1].max()),
+        )
+        for quad, text, score in zip(np.asarray(boxes), texts, scores, strict=True)
+    ]
+
+
+def model_dir() -> Path:
+    """Where rapidocr keeps the models of its wheel."""
+    try:
+        import rapidocr
+    except ImportError as exc:
+        raise ConfigError("the local OCR engine needs the rapidocr package (pip install rapidocr)") from exc
+    return Path(rapidocr.__file__).resolve().parent / "models"
+
+
+@cache
+def _lock(threads: int) -> threading.Lock:
+    # RapidOCR keeps per-call switches on the instance: one call at a time per loaded engine.
+    return threading.Lock()
+
+
+@cache
+def _engine(threads: int) -> Any:
+    """The loaded RapidOCR, once per process and thread setting, from the wheel's own model files."""
+    from rapidocr import RapidOCR
+
+    root = model_dir()
+    paths = {key: root / name for key, name in (("Det", DET_MODEL), ("Rec", REC_MODEL), ("Cls", CLS_MODEL))}
+    missing = [p.name for p in paths.values() if not p.is_file()]
+    if missing:
+        raise ConfigError(
+            f"rapidocr {rapidocr_version()} lacks its bundled models {missing} in {root}; "
+            "install a rapidocr 3.x wheel that ships them (no model is ever downloaded)"
+        )
+    params: dict[str, Any] = {"Global.log_level": "error"}
+    for key, path in paths.items():
+        params[f"{key}.model_path"] = str(path)
+    if threads:
+        params["EngineConfig.onnxruntime.intra_op_num_threads"] = threads
+        params["EngineConfig.onnxruntime.inter_op_num_threads"] = 1
+    return RapidOCR(params=params)

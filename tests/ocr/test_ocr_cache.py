@@ -1,0 +1,45 @@
+"""The per-page cache: a reprocessed job never calls the engine again for the same page."""
+
+from __future__ import annotations
+
+from raybatch.models import PageText
+from raybatch.ocr.cache import CachedOcr, InMemoryPageTextCache
+from raybatch.ocr.fake import LabelledOcr, labelled_page
+
+SHA = "ab" * 32
+
+
+def test_a_second_read_of_the_same_pages_comes_from_the_cache() -> None:
+    engine, cache = LabelledOcr(), InMemoryPageTextCache()
+    pages = [labelled_page(n, f"text {n}", rotation=90) for n in (1, 2, 3)]
+
+    first = CachedOcr(engine, cache, SHA).read(pages)
+    again = CachedOcr(engine, cache, SHA).read(pages)
+
+    assert again == first
+    assert [t.rotation for t in again] == [90, 90, 90]
+    assert (engine.calls, engine.pages_read) == (1, 3)
+    assert len(cache) == 3
+
+
+def test_only_missing_pages_reach_the_engine_and_order_is_kept() -> None:
+    engine, cache = LabelledOcr(), InMemoryPageTextCache()
+    cache.put_page_text(SHA, engine.name, PageText(2, "cached two", f"ocr:{engine.name}"))
+    pages = [labelled_page(n, f"fresh {n}") for n in (1, 2, 3)]
+
+    texts = CachedOcr(engine, cache, SHA).read(pages)
+
+    assert [t.text for t in texts] == ["fresh 1", "cached two", "fresh 3"]
+    assert engine.pages_read == 2
+
+
+def test_the_key_is_source_page_and_engine_version() -> None:
+    cache = InMemoryPageTextCache()
+    old, new = LabelledOcr("labelled-1"), LabelledOcr("labelled-2")
+    page = [labelled_page(1, "words")]
+
+    CachedOcr(old, cache, SHA).read(page)
+    CachedOcr(new, cache, SHA).read(page)  # another engine version reads again
+    CachedOcr(old, cache, "cd" * 32).read(page)  # so does another source
+
+    assert (old.pages_read, new.pages_read) == (2, 1)
