@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
+import uuid
+from collections.abc import Iterator
 
 import pytest
 
@@ -35,3 +39,64 @@ def postgres_url() -> str:
     except Exception as exc:  # any failure to reach the server
         missing_service(f"PostgreSQL not reachable at {url.split('@')[-1]}: {type(exc).__name__}")
     return url
+
+
+@dataclasses.dataclass(frozen=True)
+class S3Server:
+    """moto's S3-protocol server on loopback: where it listens and the (dummy) credentials it takes."""
+
+    endpoint: str  # "127.0.0.1:PORT", as the minio SDK wants it
+    access_key: str = "raybatch-test"
+    secret_key: str = "raybatch-test-secret"
+    region: str = "us-east-1"
+
+    def client(self):
+        """A minio client for this server."""
+        from minio import Minio
+
+        return Minio(
+            self.endpoint,
+            access_key=self.access_key,
+            secret_key=self.secret_key,
+            secure=False,
+            region=self.region,
+        )
+
+    def new_bucket(self, stem: str = "rb") -> str:
+        """Create a fresh, empty bucket and return its name."""
+        name = f"{stem}-{uuid.uuid4().hex[:16]}"
+        self.client().make_bucket(name, location=self.region)
+        return name
+
+    def store_settings(self, bucket: str, prefix: str = ""):
+        """StoreSettings pointing at ``s3://bucket/prefix`` on this server."""
+        from raybatch.settings import StoreSettings
+
+        return StoreSettings(
+            store=f"s3://{bucket}/{prefix}".rstrip("/"),
+            minio_endpoint=self.endpoint,
+            minio_access_key=self.access_key,
+            minio_secret_key=self.secret_key,
+            minio_secure=False,
+            minio_region=self.region,
+        )
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """An S3-protocol server (moto, in a thread) on 127.0.0.1 and a free port, for the whole session."""
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError as exc:
+        missing_service(f"moto[server] is not installed: {exc}")
+    werkzeug_log = logging.getLogger("werkzeug")
+    level = werkzeug_log.level
+    werkzeug_log.setLevel(logging.WARNING)  # one line per request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield S3Server(endpoint=f"{host}:{port}")
+    finally:
+        server.stop()
+        werkzeug_log.setLevel(level)
