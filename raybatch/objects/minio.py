@@ -291,6 +291,22 @@ class MinioObjectStore:
 
         self._run(f"delete {key}", remove_sidecars)
 
+    def source_objects(self, name_prefix: str) -> list[tuple[str, int]]:
+        """(object name, size) of every object whose name starts with ``name_prefix``, sorted.
+
+        Names here are the user's own, outside our key scheme: only sources are read this way.
+        """
+
+        def names(client: Minio) -> list[tuple[str, int]]:
+            found = client.list_objects(self.bucket, prefix=name_prefix, recursive=True)
+            return [(o.object_name, o.size or 0) for o in found if o.object_name and not o.is_dir]
+
+        return sorted(self._run(f"list sources under {name_prefix!r}", names))
+
+    def read_source_object(self, name: str) -> bytes:
+        """The bytes of a source object by its raw name (see ``source_objects``)."""
+        return self._run(f"read source {name!r}", lambda c: _read_all(c.get_object(self.bucket, name)))
+
     def uri(self, key: str) -> str:
         """``s3://bucket/prefix/key``."""
         return f"s3://{self.bucket}/{self._name(validate_key(key))}"
