@@ -1,7 +1,9 @@
 """The state store's interface. The database is the source of truth; actors are caches.
 
 Every job transition is one conditional UPDATE; claimed work carries a lease whose token fences
-stale owners. Implementations: ``SqlStateStore`` (SQLite file, PostgreSQL).
+stale owners. Implementations: ``SqlStateStore`` (SQLite file, PostgreSQL), opened with
+``raybatch.state.open_state``. Errors: ``DatabaseUnavailable`` (transient) when the database does
+not answer or stays locked, ``LeaseLost`` for a stale lease holder, ``KeyError`` for an unknown id.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Protocol
 from raybatch.models import (
     BatchStatus,
     ChunkRecord,
+    ChunkStatus,
     DocumentRecord,
     JobRecord,
     JobStatus,
@@ -37,6 +40,11 @@ class BatchRecord:
     created_at: datetime
     ended_at: datetime | None = None
     counts: Mapping[str, int] | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether the batch may still bring results (creating, in progress, canceling, unknown)."""
+        return self.status not in (BatchStatus.ENDED, BatchStatus.LOST)
 
 
 @dataclass(frozen=True)
@@ -65,14 +73,21 @@ class StateStore(Protocol):
         mode: str = "batch",
         force: bool = False,
     ) -> tuple[JobRecord, bool]:
-        """The job for this content, and whether it was created now (same sha256 = same job)."""
+        """The job for this content, and whether it was created now (same sha256 = same job,
+        the newest one; ``force`` makes a new job anyway). ``source_name`` is metadata only."""
         ...
 
-    def get_job(self, job_id: int) -> JobRecord: ...
+    def get_job(self, job_id: int) -> JobRecord:
+        """The job with this id; KeyError when there is none."""
+        ...
 
-    def list_jobs(self, statuses: Iterable[JobStatus] | None = None) -> list[JobRecord]: ...
+    def list_jobs(self, statuses: Iterable[JobStatus] | None = None) -> list[JobRecord]:
+        """Jobs in id order, optionally only those in ``statuses``."""
+        ...
 
-    def count_jobs(self) -> dict[JobStatus, int]: ...
+    def count_jobs(self) -> dict[JobStatus, int]:
+        """How many jobs are in each status (every status present, zero included)."""
+        ...
 
     def claim_jobs(
         self,
@@ -84,37 +99,55 @@ class StateStore(Protocol):
         limit: int,
         job_ids: Iterable[int] | None = None,
     ) -> list[Lease]:
-        """Claim up to ``limit`` jobs in ``from_statuses`` (or in ``to_status`` with an expired lease)."""
+        """Claim up to ``limit`` unleased jobs in ``from_statuses`` (or jobs in ``to_status`` whose
+        lease expired), in id order: each moves to ``to_status`` with attempts + 1 and a new token."""
         ...
 
     def renew_lease(self, lease: Lease, lease_seconds: float) -> Lease:
-        """Extend a lease still held; raises LeaseLost when it was taken over."""
+        """Extend a lease still held; raises LeaseLost when it was taken over or ended."""
         ...
 
     def finish_claim(self, lease: Lease, to_status: JobStatus, **fields: Any) -> None:
-        """Move a claimed job on and drop the lease; raises LeaseLost for a stale owner."""
+        """Move a claimed job on and drop the lease; raises LeaseLost for a stale owner.
+        ``fields``: pages, progress, mode, attempts, error_class, error_message."""
         ...
 
     def transition(
         self, job_id: int, from_statuses: Iterable[JobStatus], to_status: JobStatus, **fields: Any
     ) -> bool:
-        """One conditional UPDATE: True when the job was in one of ``from_statuses``."""
+        """One conditional UPDATE: True when the job was in one of ``from_statuses``. It ends any
+        lease on the job (the holder's next renew/finish raises LeaseLost)."""
         ...
 
-    def fail_job(self, job_id: int, phase: str, error_class: str, message: str) -> bool:
-        """Mark a non-terminal job failed, with its reason recorded in errors."""
+    def fail_job(
+        self, job_id: int, phase: str, error_class: str, message: str, *, lease: Lease | None = None
+    ) -> bool:
+        """Mark a non-terminal job failed, with its reason recorded in errors; False if it was
+        already terminal. With ``lease``, only while that lease holds (else LeaseLost)."""
         ...
 
-    def set_progress(self, progress: Mapping[int, float]) -> None: ...
+    def set_progress(self, progress: Mapping[int, float]) -> None:
+        """Write each job's progress (0..1)."""
+        ...
 
     # --- chunks ---------------------------------------------------------------------------
     def save_chunks(self, job_id: int, chunks: Sequence[ChunkRecord]) -> None:
-        """Upsert a job's chunks by (job, n); answers already succeeded are kept."""
+        """Upsert a job's chunks by (job, n); never deletes. A chunk that succeeded under the same
+        processing key keeps its answer and usage."""
         ...
 
-    def get_chunks(self, job_id: int) -> list[ChunkRecord]: ...
+    def get_chunks(self, job_id: int) -> list[ChunkRecord]:
+        """A job's chunks in order of n."""
+        ...
 
-    def mark_chunks_submitted(self, custom_ids: Sequence[str], batch_id: str) -> None: ...
+    def chunk_counts(self, job_ids: Iterable[int] | None = None) -> dict[int, dict[ChunkStatus, int]]:
+        """For each job with chunks: how many are in each status (zeros included)."""
+        ...
+
+    def mark_chunks_submitted(self, custom_ids: Sequence[str], batch_id: str) -> int:
+        """Prepared or retrying chunks are now in ``batch_id`` (Anthropic's id, or a sync-call
+        tag); returns how many moved."""
+        ...
 
     def file_result(
         self,
@@ -129,41 +162,92 @@ class StateStore(Protocol):
         retry: bool = False,
         max_attempts: int = 3,
     ) -> bool:
-        """File one result; False for a duplicate, a stale batch, or an unknown custom_id."""
+        """File one result for a chunk SUBMITTED in ``batch_id``; False (nothing changed) for a
+        duplicate, a stale batch, or an unknown custom_id. Errors with ``retry`` go to RETRY until
+        ``max_attempts`` tries failed, then FAILED; without ``retry`` straight to FAILED."""
+        ...
+
+    def usage_totals(self, job_id: int | None = None) -> Usage:
+        """Token sums over all chunks, or one job's."""
         ...
 
     # --- batches --------------------------------------------------------------------------
-    def record_batch_intent(self, custom_ids: Sequence[str], request_bytes: int) -> int: ...
+    def record_batch_intent(self, custom_ids: Sequence[str], request_bytes: int) -> int:
+        """Record a batch of these requests in status CREATING, before creating it; its id."""
+        ...
 
-    def attach_batch(self, intent_id: int, anthropic_id: str, status: BatchStatus, raw: str) -> None: ...
+    def attach_batch(self, intent_id: int, anthropic_id: str, status: BatchStatus, raw: str) -> None:
+        """The intent was created as ``anthropic_id``: record it and mark its prepared/retrying
+        chunks submitted in it, atomically. PermanentError if attached to another id."""
+        ...
 
-    def mark_batch_lost(self, intent_id: int) -> None: ...
+    def mark_batch_lost(self, intent_id: int) -> int:
+        """The batch will bring no (more) results: LOST, its chunks still SUBMITTED in it go to
+        RETRY; returns how many."""
+        ...
 
-    def active_batches(self) -> list[BatchRecord]: ...
+    def get_batch(self, intent_id: int) -> BatchRecord:
+        """One batch by our id; KeyError when there is none."""
+        ...
+
+    def active_batches(self) -> list[BatchRecord]:
+        """Batches creating, in progress, canceling or unknown, oldest first."""
+        ...
+
+    def batch_chunks(self, intent_id: int) -> list[str]:
+        """The custom_ids a batch (or its intent) carries, sorted."""
+        ...
 
     def update_batch(
         self, anthropic_id: str, status: BatchStatus, counts: Mapping[str, int], raw: str
-    ) -> None: ...
+    ) -> bool:
+        """Record a batch's latest state (ended_at set when it ends); False for an unknown id."""
+        ...
 
     # --- documents and groups -------------------------------------------------------------
     def upsert_documents(self, job_id: int, documents: Sequence[DocumentRecord]) -> None:
         """Make the job's documents exactly these (by index): reruns never duplicate."""
         ...
 
-    def list_documents(self, job_id: int | None = None) -> list[DocumentRecord]: ...
+    def list_documents(self, job_id: int | None = None) -> list[DocumentRecord]:
+        """Documents in (job, index) order, optionally of one job."""
+        ...
 
-    def upsert_group(self, key: str, label: str) -> None: ...
+    def upsert_group(self, key: str, label: str) -> None:
+        """Create the group ``key`` or update its label."""
+        ...
+
+    def list_groups(self) -> dict[str, str]:
+        """Every group's key and label."""
+        ...
 
     # --- OCR cache ------------------------------------------------------------------------
-    def get_page_text(self, sha256: str, page: int, engine: str) -> PageText | None: ...
+    def get_page_text(self, sha256: str, page: int, engine: str) -> PageText | None:
+        """The cached text of page ``page`` read by ``engine`` (name and version), or None."""
+        ...
 
-    def put_page_text(self, sha256: str, engine: str, text: PageText) -> None: ...
+    def put_page_text(self, sha256: str, engine: str, text: PageText) -> None:
+        """Cache ``text`` under (sha256, text.page, engine); a second put replaces it."""
+        ...
 
     # --- errors and the pause flag --------------------------------------------------------
-    def record_error(self, job_id: int | None, phase: str, error_class: str, message: str) -> None: ...
+    def record_error(self, job_id: int | None, phase: str, error_class: str, message: str) -> None:
+        """Log one classified failure (no secrets or page text in ``message``)."""
+        ...
 
-    def list_errors(self, job_id: int | None = None) -> list[ErrorRecord]: ...
+    def list_errors(self, job_id: int | None = None) -> list[ErrorRecord]:
+        """Logged failures, oldest first, optionally of one job."""
+        ...
 
-    def is_paused(self) -> bool: ...
+    def is_paused(self) -> bool:
+        """Whether the pause flag is set."""
+        ...
 
-    def set_paused(self, paused: bool) -> None: ...
+    def set_paused(self, paused: bool) -> None:
+        """Set or clear the pause flag."""
+        ...
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release connections; the store reconnects if used again."""
+        ...

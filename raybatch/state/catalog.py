@@ -1,0 +1,140 @@
+"""Documents and groups, the per-page OCR cache, the errors log and the pause flag."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+
+from raybatch.models import DocumentRecord, PageText
+from raybatch.state.base import SqlBase, clip
+from raybatch.state.port import ErrorRecord
+from raybatch.state.rows import DOCUMENT_COLUMNS, document_record, document_values, error_record, page_text
+from raybatch.state.schema import documents as document_rows
+from raybatch.state.schema import errors, groups, page_ocr, settings
+
+PAUSED_KEY = "paused"
+
+
+class CatalogQueries(SqlBase):
+    """The documents, groups, OCR cache, errors and settings part of ``SqlStateStore``."""
+
+    def upsert_documents(self, job_id: int, documents: Sequence[DocumentRecord]) -> None:
+        """Make the job's documents exactly these (by index): reruns never duplicate, and indexes
+        not in ``documents`` are removed."""
+        if any(record.job_id != job_id for record in documents):
+            raise ValueError(f"documents of another job given to upsert_documents({job_id})")
+        insert = self._insert(document_rows)
+        replaced = {name: insert.excluded[name] for name in (*DOCUMENT_COLUMNS, "updated_at")}
+        upsert = insert.on_conflict_do_update(index_elements=["job_id", "doc_index"], set_=replaced)
+        indexes = [record.index for record in documents]
+        with self._write() as conn:
+            now = self._now()
+            conn.execute(
+                sa.delete(document_rows).where(
+                    document_rows.c.job_id == job_id, document_rows.c.doc_index.not_in(indexes)
+                )
+            )
+            if documents:
+                rows = [
+                    {
+                        **document_values(r),
+                        "job_id": job_id,
+                        "doc_index": r.index,
+                        "created_at": now,
+                        "updated_at": now,
+                    }
+                    for r in documents
+                ]
+                conn.execute(upsert, rows)
+
+    def list_documents(self, job_id: int | None = None) -> list[DocumentRecord]:
+        """Documents in (job, index) order, optionally of one job."""
+        query = sa.select(document_rows).order_by(document_rows.c.job_id, document_rows.c.doc_index)
+        if job_id is not None:
+            query = query.where(document_rows.c.job_id == job_id)
+        with self._read() as conn:
+            return [document_record(row) for row in conn.execute(query)]
+
+    def upsert_group(self, key: str, label: str) -> None:
+        """Create the group ``key`` or update its label."""
+        insert = self._insert(groups)
+        upsert = insert.on_conflict_do_update(
+            index_elements=["key"],
+            set_={"label": insert.excluded.label, "updated_at": insert.excluded.updated_at},
+        )
+        with self._write() as conn:
+            now = self._now()
+            conn.execute(upsert.values(key=key, label=label, created_at=now, updated_at=now))
+
+    def list_groups(self) -> dict[str, str]:
+        """Every group's key and label."""
+        with self._read() as conn:
+            rows = conn.execute(sa.select(groups.c.key, groups.c.label).order_by(groups.c.key))
+            return {key: label for key, label in rows}
+
+    def get_page_text(self, sha256: str, page: int, engine: str) -> PageText | None:
+        """The cached text of one page read by ``engine`` (name and version), or None."""
+        query = sa.select(page_ocr).where(
+            page_ocr.c.sha256 == sha256, page_ocr.c.page == page, page_ocr.c.engine == engine
+        )
+        with self._read() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else page_text(row)
+
+    def put_page_text(self, sha256: str, engine: str, text: PageText) -> None:
+        """Cache one page's text under (sha256, page, engine); a second put replaces it."""
+        insert = self._insert(page_ocr)
+        changed = ("text", "origin", "confidence", "rotation", "created_at")
+        upsert = insert.on_conflict_do_update(
+            index_elements=["sha256", "page", "engine"],
+            set_={name: insert.excluded[name] for name in changed},
+        )
+        values = {
+            "sha256": sha256,
+            "page": text.page,
+            "engine": engine,
+            "text": text.text,
+            "origin": text.origin,
+            "confidence": text.confidence,
+            "rotation": text.rotation,
+        }
+        with self._write() as conn:
+            conn.execute(upsert.values(values).values(created_at=self._now()))
+
+    def record_error(self, job_id: int | None, phase: str, error_class: str, message: str) -> None:
+        """Log one classified failure (the message cut to a bounded length)."""
+        with self._write() as conn:
+            conn.execute(
+                sa.insert(errors).values(
+                    job_id=job_id,
+                    phase=phase,
+                    error_class=error_class,
+                    message=clip(message),
+                    created_at=self._now(),
+                )
+            )
+
+    def list_errors(self, job_id: int | None = None) -> list[ErrorRecord]:
+        """Logged failures, oldest first, optionally of one job."""
+        query = sa.select(errors).order_by(errors.c.id)
+        if job_id is not None:
+            query = query.where(errors.c.job_id == job_id)
+        with self._read() as conn:
+            return [error_record(row) for row in conn.execute(query)]
+
+    def is_paused(self) -> bool:
+        """Whether the pause flag is set (the coordinator skips submitting and polling)."""
+        with self._read() as conn:
+            value = conn.execute(sa.select(settings.c.value).where(settings.c.key == PAUSED_KEY)).scalar()
+        return value == "1"
+
+    def set_paused(self, paused: bool) -> None:
+        """Set or clear the pause flag."""
+        insert = self._insert(settings)
+        upsert = insert.on_conflict_do_update(
+            index_elements=["key"],
+            set_={"value": insert.excluded.value, "updated_at": insert.excluded.updated_at},
+        )
+        with self._write() as conn:
+            conn.execute(upsert.values(key=PAUSED_KEY, value="1" if paused else "0", updated_at=self._now()))

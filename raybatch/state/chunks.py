@@ -1,0 +1,144 @@
+"""Chunks (one Claude request each): upserts that keep answers, and idempotent result filing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from raybatch.models import ChunkRecord, ChunkStatus, ResultType, Usage
+from raybatch.state.base import SqlBase, clip, in_groups
+from raybatch.state.rows import CHUNK_COLUMNS, chunk_record, chunk_values
+from raybatch.state.schema import chunks as chunk_rows
+
+_TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
+SUBMITTABLE = (ChunkStatus.PREPARED.value, ChunkStatus.RETRY.value)
+
+
+def _result_values(
+    result: ResultType,
+    answer: str | None,
+    usage: Usage | None,
+    error: tuple[str | None, str | None],
+    retry: bool,
+    max_attempts: int,
+) -> dict[str, Any]:
+    """The columns a filed result sets; attempts and the retry budget are computed in SQL."""
+    if ResultType(result) is ResultType.SUCCEEDED:
+        if answer is None:
+            raise ValueError("a succeeded result needs its answer")
+        tokens = {name: getattr(usage or Usage(), name) for name in _TOKENS}
+        return {
+            **tokens,
+            "status": ChunkStatus.SUCCEEDED.value,
+            "answer": answer,
+            "error_class": None,
+            "error_message": None,
+        }
+    attempts = chunk_rows.c.attempts + 1
+    failed, retried = ChunkStatus.FAILED.value, ChunkStatus.RETRY.value
+    status = sa.case((attempts >= max_attempts, failed), else_=retried) if retry else failed
+    error_class, error_message = error
+    return {
+        "status": status,
+        "attempts": attempts,
+        "error_class": error_class or ResultType(result).value,
+        "error_message": None if error_message is None else clip(error_message),
+    }
+
+
+class ChunkQueries(SqlBase):
+    """The chunks part of ``SqlStateStore``."""
+
+    def save_chunks(self, job_id: int, chunks: Sequence[ChunkRecord]) -> None:
+        """Upsert a job's chunks by (job, n); never deletes.
+
+        A chunk that already succeeded under the same processing key keeps its answer and usage
+        (a new processing key — another prompt version or model — replaces it).
+        """
+        if any(record.job_id != job_id for record in chunks):
+            raise ValueError(f"chunks of another job given to save_chunks({job_id})")
+        if not chunks:
+            return
+        insert = self._insert(chunk_rows)
+        kept = sa.and_(
+            chunk_rows.c.status == ChunkStatus.SUCCEEDED.value,
+            chunk_rows.c.processing_key == insert.excluded.processing_key,
+        )
+        replaced = {name: insert.excluded[name] for name in (*CHUNK_COLUMNS, "updated_at")}
+        upsert = insert.on_conflict_do_update(index_elements=["job_id", "n"], set_=replaced, where=~kept)
+        with self._write() as conn:
+            now = self._now()
+            rows = [
+                {**chunk_values(r), "job_id": job_id, "n": r.n, "created_at": now, "updated_at": now}
+                for r in chunks
+            ]
+            conn.execute(upsert, rows)
+
+    def get_chunks(self, job_id: int) -> list[ChunkRecord]:
+        """A job's chunks in order of n."""
+        query = sa.select(chunk_rows).where(chunk_rows.c.job_id == job_id).order_by(chunk_rows.c.n)
+        with self._read() as conn:
+            return [chunk_record(row) for row in conn.execute(query)]
+
+    def chunk_counts(self, job_ids: Iterable[int] | None = None) -> dict[int, dict[ChunkStatus, int]]:
+        """For each job with chunks: how many are in each status (zeros included)."""
+        query = sa.select(chunk_rows.c.job_id, chunk_rows.c.status, sa.func.count()).group_by(
+            chunk_rows.c.job_id, chunk_rows.c.status
+        )
+        if job_ids is not None:
+            query = query.where(chunk_rows.c.job_id.in_(list(job_ids)))
+        counts: dict[int, dict[ChunkStatus, int]] = {}
+        with self._read() as conn:
+            for job_id, status, count in conn.execute(query):
+                counts.setdefault(job_id, dict.fromkeys(ChunkStatus, 0))[ChunkStatus(status)] = count
+        return counts
+
+    def mark_chunks_submitted(self, custom_ids: Sequence[str], batch_id: str) -> int:
+        """Chunks that are prepared or awaiting retry are now in ``batch_id``; how many moved."""
+        moved = 0
+        with self._write() as conn:
+            now = self._now()
+            for group in in_groups(list(custom_ids)):
+                update = (
+                    sa.update(chunk_rows)
+                    .where(chunk_rows.c.custom_id.in_(group), chunk_rows.c.status.in_(SUBMITTABLE))
+                    .values(status=ChunkStatus.SUBMITTED.value, batch_id=batch_id, updated_at=now)
+                )
+                moved += conn.execute(update).rowcount
+        return moved
+
+    def file_result(
+        self,
+        custom_id: str,
+        batch_id: str,
+        result: ResultType,
+        *,
+        answer: str | None = None,
+        usage: Usage | None = None,
+        error_class: str | None = None,
+        error_message: str | None = None,
+        retry: bool = False,
+        max_attempts: int = 3,
+    ) -> bool:
+        """File one result; False (and nothing changed) for a duplicate, a stale batch or an
+        unknown custom_id. An error with ``retry`` goes to RETRY until ``max_attempts`` tries
+        have failed, then to FAILED; without ``retry`` straight to FAILED."""
+        values = _result_values(result, answer, usage, (error_class, error_message), retry, max_attempts)
+        update = sa.update(chunk_rows).where(
+            chunk_rows.c.custom_id == custom_id,
+            chunk_rows.c.batch_id == batch_id,
+            chunk_rows.c.status == ChunkStatus.SUBMITTED.value,
+        )
+        with self._write() as conn:
+            return conn.execute(update.values(values).values(updated_at=self._now())).rowcount == 1
+
+    def usage_totals(self, job_id: int | None = None) -> Usage:
+        """Token sums over all chunks, or one job's."""
+        query = sa.select(*(sa.func.coalesce(sa.func.sum(chunk_rows.c[name]), 0) for name in _TOKENS))
+        if job_id is not None:
+            query = query.where(chunk_rows.c.job_id == job_id)
+        with self._read() as conn:
+            row = conn.execute(query).one()
+        return Usage(*(int(value) for value in row))

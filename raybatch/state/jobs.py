@@ -1,0 +1,284 @@
+"""Jobs: registration deduplicated by content, conditional transitions, and fenced leases.
+
+A job is *held* while ``lease_expires_at`` is set and in the future. Every claim raises the job's
+``lease_token``; renewing and finishing require the token still to match, so an owner whose lease
+expired and was taken over is refused (``LeaseLost``) however late it wakes up.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from raybatch.errors import LeaseLost
+from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, SourceKind
+from raybatch.state.base import SqlBase, clip
+from raybatch.state.rows import job_record
+from raybatch.state.schema import errors, jobs
+
+# Columns a caller may set along with a status change.
+JOB_FIELDS = frozenset({"pages", "progress", "mode", "attempts", "error_class", "error_message"})
+_CLAIM_ROUNDS = 3  # re-select after losing races, so a claimer still fills its limit
+_RELEASED = {"lease_owner": None, "lease_expires_at": None}
+
+
+def _fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = set(fields) - JOB_FIELDS
+    if unknown:
+        raise TypeError(f"not job fields: {sorted(unknown)}")
+    values = dict(fields)
+    if values.get("error_message") is not None:
+        values["error_message"] = clip(values["error_message"])
+    return values
+
+
+def _statuses(statuses: Iterable[JobStatus]) -> list[str]:
+    return [JobStatus(s).value for s in statuses]
+
+
+def _held_by(lease: Lease) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        jobs.c.id == lease.job_id,
+        jobs.c.lease_token == lease.token,
+        jobs.c.lease_owner == lease.worker_id,
+        jobs.c.lease_expires_at.is_not(None),
+    )
+
+
+def _claimable(from_statuses: list[str], to_status: JobStatus, now: datetime) -> sa.ColumnElement[bool]:
+    free = sa.or_(jobs.c.lease_expires_at.is_(None), jobs.c.lease_expires_at <= now)
+    expired = sa.and_(jobs.c.lease_expires_at.is_not(None), jobs.c.lease_expires_at <= now)
+    return sa.or_(
+        sa.and_(jobs.c.status.in_(from_statuses), free),
+        sa.and_(jobs.c.status == JobStatus(to_status).value, expired),
+    )
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """One claim_jobs call: who claims, into which status, and until when."""
+
+    worker_id: str
+    to_status: JobStatus
+    claimable: sa.ColumnElement[bool]
+    now: datetime
+    expires: datetime
+
+    def take(self, conn: Connection, job_id: int, seen_token: int, seen_attempts: int) -> Lease | None:
+        """Take one candidate as read, or None when another process changed it first."""
+        # The token and the claimable test are checked again here: of two processes that read
+        # the same candidate, only one UPDATE matches the row.
+        token, attempt = seen_token + 1, seen_attempts + 1
+        take = (
+            sa.update(jobs)
+            .where(jobs.c.id == job_id, jobs.c.lease_token == seen_token, self.claimable)
+            .values(
+                status=JobStatus(self.to_status).value,
+                lease_owner=self.worker_id,
+                lease_token=token,
+                lease_expires_at=self.expires,
+                attempts=attempt,
+                updated_at=self.now,
+            )
+        )
+        if conn.execute(take).rowcount != 1:
+            return None
+        return Lease(job_id, self.worker_id, token, self.expires, attempt)
+
+
+class JobQueries(SqlBase):
+    """The jobs part of ``SqlStateStore``."""
+
+    def register_job(
+        self,
+        *,
+        sha256: str,
+        source_uri: str,
+        source_name: str,
+        kind: SourceKind,
+        size_bytes: int,
+        mode: str = "batch",
+        force: bool = False,
+    ) -> tuple[JobRecord, bool]:
+        """The job for this content, and whether it was created now (same sha256 = same job)."""
+        now = self._now()
+        key = f"{sha256}:{uuid.uuid4().hex}" if force else sha256
+        values = {
+            "sha256": sha256,
+            "dedupe_key": key,
+            "source_uri": source_uri,
+            "source_name": source_name,
+            "kind": SourceKind(kind).value,
+            "size_bytes": size_bytes,
+            "mode": mode,
+            "status": JobStatus.PENDING.value,
+            "progress": 0.0,
+            "attempts": 0,
+            "lease_token": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
+        with self._write() as conn:
+            if not force and (existing := self._latest_for(conn, sha256)) is not None:
+                return existing, False
+            insert = self._insert(jobs).values(values).on_conflict_do_nothing(index_elements=["dedupe_key"])
+            row = conn.execute(insert.returning(*jobs.c)).first()
+            if row is None:  # a concurrent registration of the same content won
+                row = conn.execute(sa.select(jobs).where(jobs.c.dedupe_key == key)).one()
+                return job_record(row), False
+        return job_record(row), True
+
+    @staticmethod
+    def _latest_for(conn: Connection, sha256: str) -> JobRecord | None:
+        query = sa.select(jobs).where(jobs.c.sha256 == sha256).order_by(jobs.c.id.desc()).limit(1)
+        row = conn.execute(query).first()
+        return None if row is None else job_record(row)
+
+    def get_job(self, job_id: int) -> JobRecord:
+        """The job with this id; KeyError when there is none."""
+        with self._read() as conn:
+            row = conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
+        if row is None:
+            raise KeyError(f"no job {job_id}")
+        return job_record(row)
+
+    def list_jobs(self, statuses: Iterable[JobStatus] | None = None) -> list[JobRecord]:
+        """Jobs in id order, optionally only those in ``statuses``."""
+        query = sa.select(jobs).order_by(jobs.c.id)
+        if statuses is not None:
+            query = query.where(jobs.c.status.in_(_statuses(statuses)))
+        with self._read() as conn:
+            return [job_record(row) for row in conn.execute(query)]
+
+    def count_jobs(self) -> dict[JobStatus, int]:
+        """How many jobs are in each status (every status present, zero included)."""
+        query = sa.select(jobs.c.status, sa.func.count()).group_by(jobs.c.status)
+        counts = dict.fromkeys(JobStatus, 0)
+        with self._read() as conn:
+            for status, count in conn.execute(query):
+                counts[JobStatus(status)] = count
+        return counts
+
+    def claim_jobs(
+        self,
+        *,
+        worker_id: str,
+        from_statuses: Iterable[JobStatus],
+        to_status: JobStatus,
+        lease_seconds: float,
+        limit: int,
+        job_ids: Iterable[int] | None = None,
+    ) -> list[Lease]:
+        """Claim up to ``limit`` jobs in ``from_statuses`` (or in ``to_status`` with an expired lease)."""
+        ids = None if job_ids is None else list(job_ids)
+        won: list[Lease] = []
+        with self._write() as conn:
+            now = self._now()
+            claim = _Claim(
+                worker_id,
+                to_status,
+                _claimable(_statuses(from_statuses), to_status, now),
+                now,
+                now + timedelta(seconds=lease_seconds),
+            )
+            for _ in range(_CLAIM_ROUNDS):
+                query = sa.select(jobs.c.id, jobs.c.lease_token, jobs.c.attempts).where(claim.claimable)
+                if ids is not None:
+                    query = query.where(jobs.c.id.in_(ids))
+                if won:
+                    query = query.where(jobs.c.id.not_in([lease.job_id for lease in won]))
+                candidates = conn.execute(query.order_by(jobs.c.id).limit(limit - len(won))).all()
+                won.extend(lease for row in candidates if (lease := claim.take(conn, *row)) is not None)
+                if len(won) >= limit or not candidates:
+                    break
+        return won
+
+    def renew_lease(self, lease: Lease, lease_seconds: float) -> Lease:
+        """Extend a lease still held; raises LeaseLost when it was taken over or released."""
+        with self._write() as conn:
+            now = self._now()
+            expires = now + timedelta(seconds=lease_seconds)
+            renew = sa.update(jobs).where(_held_by(lease)).values(lease_expires_at=expires, updated_at=now)
+            if conn.execute(renew).rowcount != 1:
+                raise LeaseLost(f"job {lease.job_id}: lease {lease.token} of {lease.worker_id} is gone")
+        return replace(lease, expires_at=expires)
+
+    def finish_claim(self, lease: Lease, to_status: JobStatus, **fields: Any) -> None:
+        """Move a claimed job on and drop the lease; raises LeaseLost for a stale owner.
+
+        ``fields`` may set pages, progress, mode, attempts (e.g. 0 to give the next phase a fresh
+        budget), error_class and error_message.
+        """
+        values = {**_fields(fields), **_RELEASED, "status": JobStatus(to_status).value}
+        with self._write() as conn:
+            finish = sa.update(jobs).where(_held_by(lease)).values(values).values(updated_at=self._now())
+            if conn.execute(finish).rowcount != 1:
+                raise LeaseLost(f"job {lease.job_id}: lease {lease.token} of {lease.worker_id} is gone")
+
+    def transition(
+        self, job_id: int, from_statuses: Iterable[JobStatus], to_status: JobStatus, **fields: Any
+    ) -> bool:
+        """One conditional UPDATE: True when the job was in one of ``from_statuses``.
+
+        A transition ends any lease on the job, so its holder's next renew or finish is refused.
+        """
+        values = {**_fields(fields), **_RELEASED, "status": JobStatus(to_status).value}
+        move = (
+            sa.update(jobs)
+            .where(jobs.c.id == job_id, jobs.c.status.in_(_statuses(from_statuses)))
+            .values(values)
+        )
+        with self._write() as conn:
+            return conn.execute(move.values(updated_at=self._now())).rowcount == 1
+
+    def fail_job(
+        self, job_id: int, phase: str, error_class: str, message: str, *, lease: Lease | None = None
+    ) -> bool:
+        """Mark a non-terminal job failed and record why; with ``lease``, only while it holds.
+
+        False when the job was already terminal; LeaseLost when ``lease`` no longer holds.
+        """
+        where = [jobs.c.id == job_id, jobs.c.status.not_in(_statuses(TERMINAL_JOB_STATUSES))]
+        if lease is not None:
+            where.append(_held_by(lease))
+        with self._write() as conn:
+            now = self._now()
+            values = {
+                **_RELEASED,
+                "status": JobStatus.FAILED.value,
+                "error_class": error_class,
+                "error_message": clip(message),
+                "updated_at": now,
+            }
+            if conn.execute(sa.update(jobs).where(*where).values(values)).rowcount != 1:
+                if lease is not None:
+                    raise LeaseLost(f"job {job_id}: lease {lease.token} of {lease.worker_id} is gone")
+                return False
+            conn.execute(
+                sa.insert(errors).values(
+                    job_id=job_id, phase=phase, error_class=error_class, message=clip(message), created_at=now
+                )
+            )
+        return True
+
+    def set_progress(self, progress: Mapping[int, float]) -> None:
+        """Write each job's progress (0..1) in one transaction."""
+        if not progress:
+            return
+        update = (
+            sa.update(jobs)
+            .where(jobs.c.id == sa.bindparam("b_id"))
+            .values(progress=sa.bindparam("b_progress"), updated_at=sa.bindparam("b_now"))
+        )
+        with self._write() as conn:
+            now = self._now()
+            rows = [
+                {"b_id": job, "b_progress": float(value), "b_now": now} for job, value in progress.items()
+            ]
+            conn.execute(update, rows)

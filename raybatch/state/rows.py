@@ -1,0 +1,142 @@
+"""Rows of the state tables to the records that cross layers, and back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Row
+
+from raybatch.models import (
+    BatchStatus,
+    ChunkRecord,
+    ChunkStatus,
+    DocumentRecord,
+    JobRecord,
+    JobStatus,
+    PageText,
+    SourceKind,
+)
+from raybatch.state.port import BatchRecord, ErrorRecord
+
+
+def job_record(row: Row[Any]) -> JobRecord:
+    """A jobs row as a JobRecord."""
+    return JobRecord(
+        id=row.id,
+        sha256=row.sha256,
+        source_uri=row.source_uri,
+        source_name=row.source_name,
+        kind=SourceKind(row.kind),
+        size_bytes=row.size_bytes,
+        status=JobStatus(row.status),
+        mode=row.mode,
+        pages=row.pages,
+        progress=float(row.progress),
+        attempts=row.attempts,
+        error_class=row.error_class,
+        error_message=row.error_message,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+CHUNK_COLUMNS = (
+    "first_page",
+    "last_page",
+    "custom_id",
+    "processing_key",
+    "status",
+    "request_bytes",
+    "attempts",
+    "batch_id",
+    "answer",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "error_class",
+    "error_message",
+)
+
+
+def chunk_values(chunk: ChunkRecord) -> dict[str, Any]:
+    """The columns of a chunks row for ``chunk`` (without job_id, n and times)."""
+    values = {name: getattr(chunk, name) for name in CHUNK_COLUMNS}
+    values["status"] = ChunkStatus(chunk.status).value
+    return values
+
+
+def chunk_record(row: Row[Any]) -> ChunkRecord:
+    """A chunks row as a ChunkRecord."""
+    values = {name: getattr(row, name) for name in CHUNK_COLUMNS}
+    values["status"] = ChunkStatus(row.status)
+    return ChunkRecord(job_id=row.job_id, n=row.n, **values)
+
+
+def batch_record(row: Row[Any]) -> BatchRecord:
+    """A batches row as a BatchRecord."""
+    return BatchRecord(
+        id=row.id,
+        anthropic_id=row.anthropic_id,
+        status=BatchStatus(row.status),
+        request_count=row.request_count,
+        request_bytes=row.request_bytes,
+        created_at=row.created_at,
+        ended_at=row.ended_at,
+        counts=dict(row.counts) if row.counts is not None else None,
+    )
+
+
+DOCUMENT_COLUMNS = (
+    "first_page",
+    "last_page",
+    "doc_type",
+    "title",
+    "date",
+    "number",
+    "counterparty",
+    "amount",
+    "currency",
+    "reference",
+    "fields",
+    "group_key",
+    "pdf_key",
+    "thumb_key",
+    "extra",
+)
+
+
+def document_values(document: DocumentRecord) -> dict[str, Any]:
+    """The columns of a documents row for ``document`` (without job_id, index and times)."""
+    values = {name: getattr(document, name) for name in DOCUMENT_COLUMNS}
+    values["fields"] = dict(document.fields)
+    values["extra"] = dict(document.extra)
+    return values
+
+
+def document_record(row: Row[Any]) -> DocumentRecord:
+    """A documents row as a DocumentRecord."""
+    values = {name: getattr(row, name) for name in DOCUMENT_COLUMNS}
+    return DocumentRecord(job_id=row.job_id, index=row.doc_index, **values)
+
+
+def error_record(row: Row[Any]) -> ErrorRecord:
+    """An errors row as an ErrorRecord."""
+    return ErrorRecord(
+        job_id=row.job_id,
+        phase=row.phase,
+        error_class=row.error_class,
+        message=row.message,
+        created_at=row.created_at,
+    )
+
+
+def page_text(row: Row[Any]) -> PageText:
+    """A page_ocr row as PageText."""
+    return PageText(
+        page=row.page,
+        text=row.text,
+        origin=row.origin,
+        confidence=row.confidence,
+        rotation=row.rotation,
+    )

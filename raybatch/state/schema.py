@@ -1,0 +1,191 @@
+"""The state tables. Alembic migrations in ``migrations/versions`` create exactly these.
+
+Times are stored in UTC (``UtcDateTime``) so comparisons in SQL agree on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+class UtcDateTime(sa.TypeDecorator[datetime]):
+    """An aware UTC datetime on the way in and out, whatever the backend keeps."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the state store; use an aware UTC time")
+        value = value.astimezone(UTC)
+        # SQLite keeps text: a fixed-width UTC string sorts in time order.
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _created() -> list[sa.Column[Any]]:
+    return [
+        sa.Column("created_at", UtcDateTime(), nullable=False),
+        sa.Column("updated_at", UtcDateTime(), nullable=False),
+    ]
+
+
+jobs = sa.Table(
+    "jobs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("sha256", sa.String(64), nullable=False, index=True),
+    # sha256 for a normal registration, sha256 + a random suffix for a forced one: the unique
+    # constraint is what keeps concurrent registrations of one file to one job.
+    sa.Column("dedupe_key", sa.String(100), nullable=False, unique=True),
+    sa.Column("source_uri", sa.Text, nullable=False),
+    sa.Column("source_name", sa.Text, nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("size_bytes", sa.BigInteger, nullable=False),
+    sa.Column("mode", sa.String(16), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("pages", sa.Integer),
+    sa.Column("progress", sa.Float, nullable=False, default=0.0),
+    sa.Column("attempts", sa.Integer, nullable=False, default=0),
+    sa.Column("lease_owner", sa.String(200)),
+    sa.Column("lease_token", sa.BigInteger, nullable=False, default=0),
+    sa.Column("lease_expires_at", UtcDateTime()),
+    sa.Column("error_class", sa.String(100)),
+    sa.Column("error_message", sa.Text),
+    *_created(),
+    sa.Index("ix_jobs_status_lease", "status", "lease_expires_at"),
+)
+
+chunks = sa.Table(
+    "chunks",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("job_id", sa.Integer, sa.ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("n", sa.Integer, nullable=False),
+    sa.Column("first_page", sa.Integer, nullable=False),
+    sa.Column("last_page", sa.Integer, nullable=False),
+    sa.Column("custom_id", sa.String(64), nullable=False, unique=True),
+    sa.Column("processing_key", sa.String(64), nullable=False, index=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("request_bytes", sa.BigInteger, nullable=False, default=0),
+    sa.Column("attempts", sa.Integer, nullable=False, default=0),
+    sa.Column("batch_id", sa.String(100), index=True),  # Anthropic's id of the batch holding it
+    sa.Column("answer", sa.Text),
+    sa.Column("input_tokens", sa.BigInteger, nullable=False, default=0),
+    sa.Column("output_tokens", sa.BigInteger, nullable=False, default=0),
+    sa.Column("cache_read_tokens", sa.BigInteger, nullable=False, default=0),
+    sa.Column("cache_creation_tokens", sa.BigInteger, nullable=False, default=0),
+    sa.Column("error_class", sa.String(100)),
+    sa.Column("error_message", sa.Text),
+    *_created(),
+    sa.UniqueConstraint("job_id", "n"),
+    sa.Index("ix_chunks_status", "status"),
+)
+
+batches = sa.Table(
+    "batches",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("anthropic_id", sa.String(100), unique=True),
+    sa.Column("status", sa.String(16), nullable=False, index=True),
+    sa.Column("request_count", sa.Integer, nullable=False),
+    sa.Column("request_bytes", sa.BigInteger, nullable=False),
+    sa.Column("counts", sa.JSON),
+    sa.Column("raw", sa.Text),
+    sa.Column("ended_at", UtcDateTime()),
+    *_created(),
+)
+
+# Which requests an intent (and so the batch created from it) carries; kept after the batch ends.
+batch_requests = sa.Table(
+    "batch_requests",
+    metadata,
+    sa.Column(
+        "batch_id", sa.Integer, sa.ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("custom_id", sa.String(64), primary_key=True, index=True),
+)
+
+documents = sa.Table(
+    "documents",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("job_id", sa.Integer, sa.ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("doc_index", sa.Integer, nullable=False),
+    sa.Column("first_page", sa.Integer, nullable=False),
+    sa.Column("last_page", sa.Integer, nullable=False),
+    sa.Column("doc_type", sa.String(64), nullable=False),
+    sa.Column("title", sa.Text),
+    sa.Column("date", sa.Text),
+    sa.Column("number", sa.Text),
+    sa.Column("counterparty", sa.Text),
+    sa.Column("amount", sa.Float),
+    sa.Column("currency", sa.String(16)),
+    sa.Column("reference", sa.Text),
+    sa.Column("fields", sa.JSON, nullable=False),
+    sa.Column("group_key", sa.String(500), index=True),
+    sa.Column("pdf_key", sa.Text),
+    sa.Column("thumb_key", sa.Text),
+    sa.Column("extra", sa.JSON, nullable=False),
+    *_created(),
+    sa.UniqueConstraint("job_id", "doc_index"),
+)
+
+groups = sa.Table(
+    "groups",
+    metadata,
+    sa.Column("key", sa.String(500), primary_key=True),
+    sa.Column("label", sa.Text, nullable=False),
+    *_created(),
+)
+
+page_ocr = sa.Table(
+    "page_ocr",
+    metadata,
+    sa.Column("sha256", sa.String(64), primary_key=True),
+    sa.Column("page", sa.Integer, primary_key=True),
+    sa.Column("engine", sa.String(100), primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("origin", sa.String(100), nullable=False),
+    sa.Column("confidence", sa.Float, nullable=False),
+    sa.Column("rotation", sa.Integer, nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+)
+
+errors = sa.Table(
+    "errors",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("job_id", sa.Integer, sa.ForeignKey("jobs.id", ondelete="CASCADE"), index=True),
+    sa.Column("phase", sa.String(32), nullable=False),
+    sa.Column("error_class", sa.String(100), nullable=False),
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+)
+
+settings = sa.Table(
+    "settings",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Column("updated_at", UtcDateTime(), nullable=False),
+)

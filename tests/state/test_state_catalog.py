@@ -1,0 +1,90 @@
+"""Documents, groups, the OCR cache, the errors log and the pause flag."""
+
+from __future__ import annotations
+
+import pytest
+from state_helpers import register, sha
+
+from raybatch.models import DocumentRecord, PageText
+from raybatch.state import SqlStateStore
+
+
+def document(job_id: int, index: int, **fields) -> DocumentRecord:  # type: ignore[no-untyped-def]
+    return DocumentRecord(
+        job_id=job_id,
+        index=index,
+        first_page=index * 2 + 1,
+        last_page=index * 2 + 2,
+        doc_type="invoice",
+        counterparty="ООО «Ромашка»",
+        amount=1234.5,
+        fields={"inn": "7701234567", **fields},
+        group_key="romashka/42",
+        pdf_key=f"jobs/{job_id}/documents/{index}.pdf",
+        extra={"pages": [1, 2]},
+    )
+
+
+def test_documents_are_exactly_the_last_upserted_set(store: SqlStateStore) -> None:
+    job = register(store, 1)[0].id
+    other = register(store, 2)[0].id
+    store.upsert_documents(other, [document(other, 0)])
+
+    store.upsert_documents(job, [document(job, i) for i in range(3)])
+    store.upsert_documents(job, [document(job, i) for i in range(3)])  # a rerun
+    assert store.list_documents(job) == [document(job, i) for i in range(3)]
+
+    store.upsert_documents(job, [document(job, 0, note="updated"), document(job, 1)])
+    assert store.list_documents(job) == [document(job, 0, note="updated"), document(job, 1)]
+    store.upsert_documents(job, [])
+    assert store.list_documents(job) == []
+    assert store.list_documents() == [document(other, 0)]
+    with pytest.raises(ValueError):
+        store.upsert_documents(job, [document(other, 0)])
+
+
+def test_groups_upsert(store: SqlStateStore) -> None:
+    store.upsert_group("romashka/42", "Ромашка, договор 42")
+    store.upsert_group("romashka/42", "Romashka, contract 42")
+    store.upsert_group("acme/7", "ACME 7")
+    assert store.list_groups() == {"acme/7": "ACME 7", "romashka/42": "Romashka, contract 42"}
+
+
+def test_page_text_cache_round_trip(store: SqlStateStore) -> None:
+    text = PageText(
+        page=3, text="Счёт № 42\nInvoice", origin="ocr:rapidocr-3.4", confidence=0.93, rotation=90
+    )
+    assert store.get_page_text(sha(1), 3, "rapidocr-3.4") is None
+    store.put_page_text(sha(1), "rapidocr-3.4", text)
+
+    assert store.get_page_text(sha(1), 3, "rapidocr-3.4") == text
+    assert store.get_page_text(sha(1), 3, "vision-v1") is None
+    assert store.get_page_text(sha(1), 4, "rapidocr-3.4") is None
+    assert store.get_page_text(sha(2), 3, "rapidocr-3.4") is None
+
+    better = PageText(page=3, text="Счёт № 42", origin="ocr:rapidocr-3.4", confidence=0.99)
+    store.put_page_text(sha(1), "rapidocr-3.4", better)
+    assert store.get_page_text(sha(1), 3, "rapidocr-3.4") == better
+
+
+def test_errors_log(store: SqlStateStore) -> None:
+    job = register(store, 1)[0].id
+    store.record_error(job, "submit", "RateLimited", "429 from the API")
+    store.record_error(None, "poll", "UpstreamUnavailable", "502")
+
+    assert [(e.job_id, e.phase, e.error_class) for e in store.list_errors()] == [
+        (job, "submit", "RateLimited"),
+        (None, "poll", "UpstreamUnavailable"),
+    ]
+    [mine] = store.list_errors(job)
+    assert mine.message == "429 from the API" and mine.created_at is not None
+
+
+def test_pause_flag_is_shared_through_the_database(store: SqlStateStore, db_url: str) -> None:
+    other = SqlStateStore.from_url(db_url)  # another process's view
+    assert not store.is_paused()
+    store.set_paused(True)
+    assert other.is_paused()
+    other.set_paused(False)
+    assert not store.is_paused()
+    other.close()

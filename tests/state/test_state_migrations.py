@@ -1,0 +1,103 @@
+"""Versioned schema: migrations reach head, are idempotent, agree with the tables; the store travels."""
+
+from __future__ import annotations
+
+import inspect
+import pickle
+
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from state_helpers import FORK, FakeClock, register
+
+from raybatch.settings import StateSettings
+from raybatch.state import SqlStateStore, StateStore, open_state
+from raybatch.state.migrate import MIGRATIONS, head_revision
+from raybatch.state.schema import metadata
+
+TABLES = {
+    "jobs",
+    "chunks",
+    "batches",
+    "batch_requests",
+    "documents",
+    "groups",
+    "page_ocr",
+    "errors",
+    "settings",
+}
+
+
+def test_migrate_reaches_head_and_is_idempotent(db_url: str) -> None:
+    store = SqlStateStore.from_url(db_url)
+    assert store.schema_revision() is None
+    store.migrate()
+    store.migrate()
+    assert store.schema_revision() == head_revision()
+    engine = sa.create_engine(db_url)
+    assert set(sa.inspect(engine).get_table_names()) >= TABLES
+    engine.dispose()
+    store.close()
+
+
+def test_migrations_create_exactly_the_declared_tables(store: SqlStateStore, db_url: str) -> None:
+    engine = sa.create_engine(db_url)
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), metadata)
+    engine.dispose()
+    assert diff == []
+
+
+def _migrate(url: str, barrier) -> None:  # type: ignore[no-untyped-def]
+    store = SqlStateStore.from_url(url)
+    barrier.wait()
+    store.migrate()
+    store.close()
+
+
+def test_processes_starting_at_once_migrate_one_fresh_database(db_url: str) -> None:
+    barrier = FORK.Barrier(3)
+    processes = [FORK.Process(target=_migrate, args=(db_url, barrier)) for _ in range(3)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    assert SqlStateStore.from_url(db_url).schema_revision() == head_revision()
+
+
+def test_open_state_makes_the_sqlite_folder_and_the_schema(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "new" / "deeper" / "state.db"
+    store = open_state(StateSettings(database_url=f"sqlite:///{path}"))
+    assert path.exists() and store.schema_revision() == head_revision()
+    assert register(store, 1)[1]
+    store.close()
+
+
+def test_the_store_pickles_by_url_and_clock(store: SqlStateStore, clock: FakeClock) -> None:
+    job, _ = register(store, 1)
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy is not store and copy.url == store.url
+    assert copy.get_job(job.id) == job
+    assert copy.register_job is not store.register_job
+    assert register(copy, 2)[0].created_at == clock()
+    copy.close()
+
+
+def test_migration_scripts_are_in_the_package() -> None:
+    names = {path.relative_to(MIGRATIONS).as_posix() for path in MIGRATIONS.rglob("*") if path.is_file()}
+    assert {"env.py", "script.py.mako", "versions/0001_initial_schema.py"} <= names
+
+
+def test_the_sql_store_has_every_method_of_the_port_with_the_same_signature() -> None:
+    members = [name for name in vars(StateStore) if not name.startswith("_")]
+    assert len(members) > 30
+    for name in members:
+        port, sql = (
+            inspect.signature(getattr(StateStore, name)),
+            inspect.signature(getattr(SqlStateStore, name)),
+        )
+        assert list(port.parameters) == list(sql.parameters), name
+        assert [p.default for p in port.parameters.values()] == [
+            p.default for p in sql.parameters.values()
+        ], name
