@@ -27,7 +27,8 @@ def slice_document(
     out = pymupdf.open()
     try:
         out.insert_pdf(source, from_page=first_page - 1, to_page=last_page - 1)
-        for offset, page in enumerate(out):
+        for offset in range(out.page_count):
+            page = out.load_page(offset)
             turn = upright_turn(rotations.get(first_page + offset, 0))
             if turn:
                 page.set_rotation((page.rotation + turn) % 360)

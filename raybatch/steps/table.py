@@ -12,7 +12,7 @@ import io
 from collections.abc import Iterable, Sequence
 from datetime import date
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeAlias
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -47,7 +47,7 @@ SCHEMA = pa.schema(
 
 HIVE_PARTITIONING = ds.partitioning(pa.schema([pa.field("job_id", pa.int64())]), flavor="hive")
 
-TableSource = str | Path | bytes | pa.Buffer | BinaryIO
+TableSource: TypeAlias = str | Path | bytes | pa.Buffer | BinaryIO
 
 
 def documents_table(documents: Sequence[DocumentRecord], job: JobRecord | None = None) -> bytes:
@@ -100,10 +100,8 @@ def _iso_date(value: str | None) -> date | None:
 
 
 def _expand(sources: TableSource | Iterable[TableSource]) -> list[TableSource]:
-    if isinstance(sources, str | Path | bytes | pa.Buffer) or hasattr(sources, "read"):
-        items: list[TableSource] = [sources]  # type: ignore[list-item]
-    else:
-        items = list(sources)  # type: ignore[arg-type]
+    single = isinstance(sources, str | Path | bytes | pa.Buffer) or hasattr(sources, "read")
+    items = [sources] if single else list(sources)  # type: ignore[arg-type]
     expanded: list[TableSource] = []
     for item in items:
         if isinstance(item, str | Path) and Path(item).is_dir():
