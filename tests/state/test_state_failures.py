@@ -32,6 +32,7 @@ def test_an_unreachable_database_is_transient_and_hides_the_password(
     assert SECRET not in repr(store) + store.url
 
 
+@pytest.mark.postgres
 def test_a_wrong_password_is_not_echoed(postgres_url: str, caplog: pytest.LogCaptureFixture) -> None:
     url = sa.make_url(postgres_url).set(password=SECRET)
     store = SqlStateStore.from_url(url)
