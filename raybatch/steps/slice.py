@@ -6,9 +6,12 @@ file ids), so rewriting a document after a retry writes the same object.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 
 import pymupdf
+
+from raybatch.errors import InvalidSource
 
 PRODUCER = "raybatch"
 _METADATA = {"producer": PRODUCER, "creator": PRODUCER}
@@ -24,9 +27,8 @@ def slice_document(
     """
     if not 1 <= first_page <= last_page <= source.page_count:
         raise ValueError(f"pages {first_page}-{last_page} are not within 1-{source.page_count}")
-    out = pymupdf.open()
+    out = _copy_pages(source, first_page, last_page)
     try:
-        out.insert_pdf(source, from_page=first_page - 1, to_page=last_page - 1)
         for offset in range(out.page_count):
             page = out.load_page(offset)
             turn = upright_turn(rotations.get(first_page + offset, 0))
@@ -35,6 +37,29 @@ def slice_document(
         return deterministic_bytes(out)
     finally:
         out.close()
+
+
+def _copy_pages(source: pymupdf.Document, first_page: int, last_page: int) -> pymupdf.Document:
+    """A new document holding the pages; a damaged source is retried through a clean copy of it."""
+    with contextlib.suppress(Exception):  # MuPDF's RuntimeError and kin, for a damaged object
+        return _inserted(source, first_page, last_page)
+    try:
+        # A dangling reference that MuPDF's repair kept breaks the copy; a collected save drops it.
+        decrypted = pymupdf.PDF_ENCRYPT_NONE  # type: ignore[attr-defined]  # set at import time
+        clean = pymupdf.open("pdf", source.tobytes(garbage=3, encryption=decrypted))
+        return _inserted(clean, first_page, last_page)
+    except Exception as exc:
+        raise InvalidSource(f"corrupt: pages {first_page}-{last_page} cannot be copied") from exc
+
+
+def _inserted(source: pymupdf.Document, first_page: int, last_page: int) -> pymupdf.Document:
+    out = pymupdf.open()
+    try:
+        out.insert_pdf(source, from_page=first_page - 1, to_page=last_page - 1)
+    except Exception:
+        out.close()
+        raise
+    return out
 
 
 def upright_turn(rotation: int) -> int:

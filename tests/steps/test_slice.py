@@ -130,3 +130,36 @@ def test_inherited_rotate_is_kept() -> None:
     source = pymupdf.open(path)
     sliced = pymupdf.open("pdf", slice_document(source, 1, 1, {}))
     assert sliced[0].rotation == source[0].rotation == 90
+
+
+def test_damaged_source_with_a_dangling_reference_still_slices() -> None:
+    path = QPDF_CORPUS / "bad34.pdf"  # opens and renders, but a plain page copy fails
+    if not path.is_file():
+        pytest.skip("qpdf corpus not present")
+    source = pymupdf.open(path)
+    with pytest.raises(RuntimeError):
+        pymupdf.open().insert_pdf(source)
+    sliced = pymupdf.open("pdf", slice_document(source, 1, 1, {1: 90}))
+    assert sliced[0].rotation == 90
+    assert sliced[0].get_text() == source[0].get_text()
+
+
+def test_every_openable_qpdf_file_slices_or_fails_with_a_reason() -> None:
+    from raybatch.errors import InvalidSource
+    from raybatch.steps.source import detect_kind, open_source, render_check
+
+    files = sorted(QPDF_CORPUS.glob("*.pdf")) if QPDF_CORPUS.is_dir() else []
+    if not files:
+        pytest.skip("qpdf corpus not present")
+    sliced = 0
+    for path in files:
+        data = path.read_bytes()
+        try:
+            source = open_source(data, detect_kind(data), max_page_pixels=150_000_000)
+            render_check(source)
+        except InvalidSource:
+            continue
+        copy = pymupdf.open("pdf", slice_document(source, 1, source.page_count, {}))
+        assert copy.page_count == source.page_count
+        sliced += 1
+    assert sliced > 80
