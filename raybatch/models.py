@@ -5,6 +5,7 @@ Pages are numbered from 1, as a reader counts them, everywhere outside PyMuPDF c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -12,12 +13,14 @@ from typing import Any
 
 
 class JobStatus(StrEnum):
-    """A job's life: pending → preparing → prepared → submitted → writing → completed | failed | canceled."""
+    """A job's life: pending → preparing → prepared → submitted → answered → writing → completed,
+    or failed / canceled from any status before completed."""
 
     PENDING = "pending"
     PREPARING = "preparing"
     PREPARED = "prepared"
     SUBMITTED = "submitted"
+    ANSWERED = "answered"
     WRITING = "writing"
     COMPLETED = "completed"
     FAILED = "failed"
@@ -144,6 +147,7 @@ class ChunkRecord:
     cache_creation_tokens: int = 0
     error_class: str | None = None
     error_message: str | None = None
+    rotations: Mapping[int, int] = field(default_factory=dict)  # page → clockwise degrees found
 
 
 @dataclass(frozen=True)

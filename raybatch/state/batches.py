@@ -125,6 +125,24 @@ class BatchQueries(SqlBase):
         with self._read() as conn:
             return list(conn.execute(query).scalars())
 
+    def batch_jobs(self, intent_id: int) -> list[int]:
+        """The jobs with chunks in a batch, sorted."""
+        query = (
+            sa.select(chunks.c.job_id)
+            .join(batch_requests, batch_requests.c.custom_id == chunks.c.custom_id)
+            .where(batch_requests.c.batch_id == intent_id)
+            .distinct()
+            .order_by(chunks.c.job_id)
+        )
+        with self._read() as conn:
+            return list(conn.execute(query).scalars())
+
+    def known_batch_ids(self) -> set[str]:
+        """Every Anthropic batch id this database has recorded (to tell our batches from new ones)."""
+        query = sa.select(batches.c.anthropic_id).where(batches.c.anthropic_id.is_not(None))
+        with self._read() as conn:
+            return set(conn.execute(query).scalars())
+
     def update_batch(
         self, anthropic_id: str, status: BatchStatus, counts: Mapping[str, int], raw: str
     ) -> bool:

@@ -109,6 +109,19 @@ class ChunkQueries(SqlBase):
                 moved += conn.execute(update).rowcount
         return moved
 
+    def release_chunks(self, batch_id: str, custom_ids: Sequence[str] | None = None) -> int:
+        """Chunks still submitted in ``batch_id`` (all, or these) go back to prepared, no try counted:
+        work parked by a spend limit, or synchronous calls cut short by a restart."""
+        where = [chunk_rows.c.batch_id == batch_id, chunk_rows.c.status == ChunkStatus.SUBMITTED.value]
+        groups = [None] if custom_ids is None else in_groups(list(custom_ids))
+        moved = 0
+        with self._write() as conn:
+            values = {"status": ChunkStatus.PREPARED.value, "batch_id": None, "updated_at": self._now()}
+            for group in groups:
+                chosen = where if group is None else [*where, chunk_rows.c.custom_id.in_(group)]
+                moved += conn.execute(sa.update(chunk_rows).where(*chosen).values(values)).rowcount
+        return moved
+
     def file_result(
         self,
         custom_id: str,

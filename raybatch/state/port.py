@@ -149,6 +149,10 @@ class StateStore(Protocol):
         tag); returns how many moved."""
         ...
 
+    def release_chunks(self, batch_id: str, custom_ids: Sequence[str] | None = None) -> int:
+        """Chunks still submitted in ``batch_id`` go back to prepared without counting a try."""
+        ...
+
     def file_result(
         self,
         custom_id: str,
@@ -196,6 +200,14 @@ class StateStore(Protocol):
 
     def batch_chunks(self, intent_id: int) -> list[str]:
         """The custom_ids a batch (or its intent) carries, sorted."""
+        ...
+
+    def batch_jobs(self, intent_id: int) -> list[int]:
+        """The jobs with chunks in a batch."""
+        ...
+
+    def known_batch_ids(self) -> set[str]:
+        """Every Anthropic batch id recorded."""
         ...
 
     def update_batch(

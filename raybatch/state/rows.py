@@ -56,6 +56,7 @@ CHUNK_COLUMNS = (
     "cache_creation_tokens",
     "error_class",
     "error_message",
+    "rotations",
 )
 
 
@@ -63,6 +64,7 @@ def chunk_values(chunk: ChunkRecord) -> dict[str, Any]:
     """The columns of a chunks row for ``chunk`` (without job_id, n and times)."""
     values = {name: getattr(chunk, name) for name in CHUNK_COLUMNS}
     values["status"] = ChunkStatus(chunk.status).value
+    values["rotations"] = {str(page): degrees for page, degrees in chunk.rotations.items()}
     return values
 
 
@@ -70,6 +72,7 @@ def chunk_record(row: Row[Any]) -> ChunkRecord:
     """A chunks row as a ChunkRecord."""
     values = {name: getattr(row, name) for name in CHUNK_COLUMNS}
     values["status"] = ChunkStatus(row.status)
+    values["rotations"] = {int(page): int(deg) for page, deg in (row.rotations or {}).items()}
     return ChunkRecord(job_id=row.job_id, n=row.n, **values)
 
 

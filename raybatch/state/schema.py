@@ -96,6 +96,7 @@ chunks = sa.Table(
     sa.Column("cache_creation_tokens", sa.BigInteger, nullable=False, default=0),
     sa.Column("error_class", sa.String(100)),
     sa.Column("error_message", sa.Text),
+    sa.Column("rotations", sa.JSON),  # page → clockwise degrees found when the chunk was prepared
     *_created(),
     sa.UniqueConstraint("job_id", "n"),
     sa.Index("ix_chunks_status", "status"),

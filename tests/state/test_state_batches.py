@@ -89,3 +89,16 @@ def test_unknown_batches(store: SqlStateStore) -> None:
         store.attach_batch(404, "msgbatch_A", BatchStatus.IN_PROGRESS, raw="{}")
     assert store.batch_chunks(404) == []
     assert store.mark_batch_lost(404) == 0
+
+
+def test_batch_jobs_and_known_ids(store: SqlStateStore) -> None:
+    from state_helpers import chunk, register
+
+    jobs = [register(store, i)[0].id for i in (11, 12)]
+    for job in jobs:
+        store.save_chunks(job, [chunk(job, 0), chunk(job, 1)])
+    intent = store.record_batch_intent([f"job_{j}_batch_0" for j in jobs], 10)
+    assert store.batch_jobs(intent) == sorted(jobs)
+    assert store.known_batch_ids() == set()
+    store.attach_batch(intent, "msgbatch_known", BatchStatus.IN_PROGRESS, "{}")
+    assert store.known_batch_ids() == {"msgbatch_known"}

@@ -143,3 +143,23 @@ def test_resaving_a_failed_chunk_starts_it_over(store: SqlStateStore, job_id: in
     store.save_chunks(job_id, [chunk(job_id, 0)])
     [again] = store.get_chunks(job_id)
     assert again == chunk(job_id, 0)
+
+
+def test_rotations_found_while_preparing_round_trip(store: SqlStateStore, job_id: int) -> None:
+    from dataclasses import replace
+
+    record = replace(chunk(job_id, 0), rotations={1: 90, 2: 0, 8: 270})
+    store.save_chunks(job_id, [record])
+    assert store.get_chunks(job_id)[0].rotations == {1: 90, 2: 0, 8: 270}
+
+
+def test_release_returns_submitted_chunks_without_counting_a_try(store: SqlStateStore, job_id: int) -> None:
+    store.save_chunks(job_id, [chunk(job_id, n) for n in range(3)])
+    submit(store, job_id, [0, 1, 2], "sync")
+    assert store.release_chunks("sync", [f"job_{job_id}_batch_1"]) == 1
+    assert store.release_chunks("other-batch") == 0
+    assert store.release_chunks("sync") == 2
+    chunks = store.get_chunks(job_id)
+    assert {c.status for c in chunks} == {ChunkStatus.PREPARED}
+    assert {c.attempts for c in chunks} == {0}
+    assert {c.batch_id for c in chunks} == {None}
