@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import anthropic
@@ -169,10 +170,13 @@ def test_every_response_carries_a_request_id_and_a_version_is_required():
 
 
 def test_stop_joins_threads_with_an_idle_keep_alive_connection_open():
+    before = set(threading.enumerate())
     server = EmulatorServer().start()
     client = anthropic.Anthropic(api_key="k", base_url=server.base_url, max_retries=0)
-    client.messages.batches.list()  # leaves a pooled keep-alive connection
+    client.messages.batches.list()  # leaves a pooled keep-alive connection, and its handler thread
+    assert len(set(threading.enumerate()) - before) == 2
     server.stop()
     client.close()
+    assert set(threading.enumerate()) - before == set()
     with pytest.raises(RuntimeError):
         _ = server.base_url

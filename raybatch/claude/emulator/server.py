@@ -22,6 +22,7 @@ from raybatch.claude.emulator.config import EmulatorConfig, Faults
 log = logging.getLogger(__name__)
 _DRAIN_CHUNK = 1 << 20
 _POLL_SECONDS = 0.02  # how soon serve_forever notices stop()
+_JOIN_SECONDS = 10.0  # longest wait for a connection thread still answering at stop()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -104,14 +105,30 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _HttpServer(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = True  # server_close() joins the handler threads
-
     def __init__(self, address: tuple[str, int], app: EmulatorApp) -> None:
         super().__init__(address, _Handler)
         self.app = app
         self._open: set[socket.socket] = set()
+        self._connection_threads: list[threading.Thread] = []  # socketserver joins no daemon threads: we do
         self._open_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(
+            target=self.process_request_thread,
+            args=(request, client_address),
+            name="claude-emulator-connection",
+            daemon=True,
+        )
+        with self._open_lock:
+            self._connection_threads = [t for t in self._connection_threads if t.is_alive()] + [thread]
+        thread.start()
+
+    def join_threads(self, timeout: float) -> None:
+        """Wait for the connection threads to end."""
+        with self._open_lock:
+            threads, self._connection_threads = self._connection_threads, []
+        for thread in threads:
+            thread.join(timeout)
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, address = super().get_request()
@@ -183,6 +200,7 @@ class EmulatorServer:
         http.shutdown()
         http.close_connections()
         http.server_close()
+        http.join_threads(_JOIN_SECONDS)
         if thread is not None:
             thread.join()
 
