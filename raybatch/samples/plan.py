@@ -12,7 +12,7 @@ from raybatch.samples import vocab
 from raybatch.samples.compose import FOOTER_SIZE, Deal, DocSpec, Line, footer, page_lines
 from raybatch.samples.truth import group_key
 
-MAX_PAGES = 40
+MIN_PAGES, MAX_PAGES = 20, 40
 CHUNK = 8  # pages per Claude request: documents are laid across these borders on purpose
 ROTATIONS = (90, 180, 270)
 # (scanned, rotation) pairs the corpus always holds, whatever the seed
@@ -93,10 +93,12 @@ def plan_corpus(bundles: int = 6, seed: int = 7) -> CorpusPlan:
             per_bundle[home].append(spec)
     planned = []
     for b, specs in enumerate(per_bundle):
-        specs = fill_bundle(sorted(specs, key=lambda s: (s.date, s.number)), rng, numbering, deals)
+        specs = sorted(specs, key=lambda s: (s.date, s.number))
+        fill_bundle(specs, rng, numbering, deals, target=rng.randint(22, 34))
+        trim_bundle(specs)
         shape_borders(specs, b)
-        while sum(s.pages for s in specs) > MAX_PAGES:
-            specs.pop()
+        trim_bundle(specs)
+        fill_bundle(specs, rng, numbering, deals, target=MIN_PAGES)  # appended after page 9: borders hold
         planned.append(PlannedBundle(f"bundle_{b:03d}.pdf", [lay_out(spec, rng) for spec in specs]))
     force_coverage(planned, rng)
     for bundle in planned:
@@ -176,22 +178,24 @@ def new_document(
 
 
 def fill_bundle(
-    specs: list[DocSpec], rng: random.Random, numbering: _Numbering, deals: list[Deal]
+    specs: list[DocSpec], rng: random.Random, numbering: _Numbering, deals: list[Deal], target: int
 ) -> list[DocSpec]:
-    """Add letters and invoices until the bundle has 20-40 pages; trim long contracts past that."""
-    target = rng.randint(22, 34)
+    """Add letters, invoices, acts and receipts of the bundle's deals until it has ``target`` pages."""
     pool = [s.deal for s in specs] or deals[:1]
     while sum(s.pages for s in specs) < target:
         deal = rng.choice(pool)
-        day = max((s.date for s in specs if s.deal is deal), default=deal.start) + timedelta(
-            days=rng.randint(2, 20)
-        )
+        latest = max((s.date for s in specs if s.deal is deal), default=deal.start)
+        day = latest + timedelta(days=rng.randint(2, 20))
         kind = rng.choice((DocType.LETTER, DocType.INVOICE, DocType.INVOICE, DocType.ACT, DocType.RECEIPT))
         specs.append(new_document(kind, deal, day, rng, numbering, [s for s in specs if s.deal is deal]))
-    while sum(s.pages for s in specs) > MAX_PAGES:
-        longest = max(specs, key=lambda s: s.pages)
-        longest.pages -= 1
     return specs
+
+
+def trim_bundle(specs: list[DocSpec]) -> None:
+    """Drop documents from the end until the bundle has at most MAX_PAGES pages."""
+    while sum(s.pages for s in specs) > MAX_PAGES:
+        last = max(i for i, s in enumerate(specs) if s.type is not DocType.CONTRACT)
+        specs.pop(last)  # every deal keeps its contract
 
 
 def starts(specs: list[DocSpec]) -> list[int]:
@@ -238,10 +242,10 @@ def lay_out(spec: DocSpec, rng: random.Random) -> PlannedDocument:
     base = "A5" if spec.type is DocType.RECEIPT else "A4"
     if spec.language == "en" and base == "A4" and rng.random() < 0.4:
         base = "Letter"
-    whole_scan = rng.random() < 0.3
+    whole_scan = rng.random() < 0.25
     pages = []
     for k in range(1, spec.pages + 1):
-        page = PlannedPage(size=base, scanned=whole_scan or rng.random() < 0.08)
+        page = PlannedPage(size=base, scanned=whole_scan or rng.random() < 0.06)
         if k > 1 and spec.type in (DocType.CONTRACT, DocType.INVOICE) and rng.random() < 0.12:
             page.size = "A4-landscape"
         page.blank = k > 1 and rng.random() < 0.05
@@ -260,17 +264,16 @@ def force_coverage(bundles: list[PlannedBundle], rng: random.Random) -> None:
         for doc in bundle.documents
         for k, page in enumerate(doc.pages, start=1)
     ]
-    for i, (scanned, rotation) in enumerate(REQUIRED_TURNS):
-        if not any(p.scanned == scanned and p.rotation == rotation for *_, p in every):
-            candidates = [p for b, _, _, p in every if b == i % len(bundles) and not p.blank] or [
-                p for *_, p in every if not p.blank
-            ]
-            page = rng.choice(candidates)
-            page.scanned, page.rotation = scanned, rotation
     for language in vocab.LANGUAGES:  # a scanned first page in each language: boundaries through OCR
         firsts = [p for _, d, k, p in every if k == 1 and d.spec.language == language]
         if firsts and not any(p.scanned for p in firsts):
             rng.choice(firsts).scanned = True
+    for i, (scanned, rotation) in enumerate(REQUIRED_TURNS):
+        if not any(p.scanned == scanned and p.rotation == rotation for *_, p in every):
+            inner = [(b, p) for b, _, k, p in every if k > 1 and not p.blank]  # first pages keep their scan
+            candidates = [p for b, p in inner if b == i % len(bundles)] or [p for _, p in inner]
+            page = rng.choice(candidates or [p for *_, p in every if not p.blank])
+            page.scanned, page.rotation = scanned, rotation
     _force_sizes(every, rng)
 
 

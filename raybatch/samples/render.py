@@ -14,7 +14,9 @@ from raybatch.samples.compose import MARGIN, PAGE_SIZES, Line, font, text_width
 from raybatch.samples.plan import PlannedBundle, PlannedPage
 
 SCAN_DPI = 150
-JPEG_QUALITY = 70
+JPEG_QUALITY = 65
+PAPER_UNEVENNESS = 10  # ± grey levels, in soft blotches
+SENSOR_NOISE = 2  # ± grey levels per pixel
 MAX_SKEW_DEGREES = 1.8
 FIXED_DATE = "D:20240101000000Z"
 _TURNS = {90: Image.Transpose.ROTATE_90, 180: Image.Transpose.ROTATE_180, 270: Image.Transpose.ROTATE_270}
@@ -89,12 +91,18 @@ def scan_image(page: PlannedPage, rng: random.Random) -> bytes:
 
 
 def _noisy(grey: np.ndarray, gen: np.random.Generator) -> Image.Image:
-    """Paper tone, sensor noise and a few dark specks."""
+    """Grey paper with uneven tone, fine sensor noise and a few dark specks (kept mild: JPEG size)."""
+    rows, cols = grey.shape
     pixels = grey.astype(np.int32) * 235 // 255 + 12
-    pixels += gen.integers(-14, 15, size=pixels.shape, dtype=np.int32)
+    blotches = gen.integers(
+        128 - PAPER_UNEVENNESS, 129 + PAPER_UNEVENNESS, size=(rows // 16 + 1, cols // 16 + 1)
+    )
+    tone = Image.fromarray(blotches.astype(np.uint8)).resize((cols, rows), Image.Resampling.BILINEAR)
+    pixels += np.asarray(tone, dtype=np.int32) - 128
+    pixels += gen.integers(-SENSOR_NOISE, SENSOR_NOISE + 1, size=pixels.shape, dtype=np.int32)
     specks = gen.integers(0, pixels.size, size=pixels.size // 4000)
     pixels.reshape(-1)[specks] = gen.integers(40, 120, size=specks.size, dtype=np.int32)
-    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8), mode="L")
+    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))  # 2-D uint8: mode L
 
 
 def draw_scan(doc: pymupdf.Document, page: PlannedPage, rng: random.Random) -> None:
