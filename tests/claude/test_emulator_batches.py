@@ -215,6 +215,8 @@ def test_default_responder_answers_from_the_rules():
 def test_config_from_mapping_json_and_cli_flags():
     faults = Faults.from_json('{"seed": 3, "errored_ids": ["a", "b"], "malformed_kind": "prose"}')
     assert faults.errored_ids == frozenset({"a", "b"}) and faults.seed == 3
+    assert faults.malformed_kind is MalformedKind.PROSE
+    assert spoil("{}", "fenced", random.Random(0)) == "```json\n{}\n```"  # type: ignore[arg-type]
     config = EmulatorConfig.from_mapping({"processing_seconds": 1, "faults": {"latency": 0.5}})
     assert config.processing_seconds == 1 and config.faults.latency == 0.5
     with pytest.raises(ConfigError):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -180,3 +183,25 @@ def test_stop_joins_threads_with_an_idle_keep_alive_connection_open():
     assert set(threading.enumerate()) - before == set()
     with pytest.raises(RuntimeError):
         _ = server.base_url
+
+
+def test_serve_runs_in_its_own_process_until_interrupted():
+    script = (
+        "from raybatch.claude.emulator import EmulatorConfig, serve\n"
+        "serve('127.0.0.1', 0, EmulatorConfig(processing_seconds=0))\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline() if process.stdout else ""
+        base_url = line.strip().rsplit(" ", 1)[-1]
+        assert base_url.startswith("http://127.0.0.1:"), line
+        with anthropic.Anthropic(api_key="k", base_url=base_url, max_retries=0) as client:
+            assert client.messages.batches.list().data == []
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stdout:
+            process.stdout.close()

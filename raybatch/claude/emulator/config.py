@@ -80,6 +80,13 @@ class Faults:
     duplicate_fraction: float = 0.0  # result lines sent twice
 
     def __post_init__(self) -> None:
+        # Values from JSON arrive as strings and lists: make them the declared types.
+        self.malformed_kind = MalformedKind(self.malformed_kind)
+        self.spend_limit_kind = SpendLimitKind(self.spend_limit_kind)
+        for name in ("errored_ids", "expired_ids", "canceled_ids", "malformed_ids"):
+            setattr(self, name, frozenset(getattr(self, name)))
+        if self.endpoints is not None:
+            self.endpoints = frozenset(self.endpoints)
         if self.endpoints is not None and not set(self.endpoints) <= ENDPOINTS:
             raise ConfigError(f"unknown endpoints in faults: {sorted(set(self.endpoints) - ENDPOINTS)}")
         if self.errored_type not in RESULT_ERROR_TYPES:
@@ -133,12 +140,8 @@ def _from_mapping(kind: type[Any], data: Mapping[str, Any], skip: Set[str] = fro
     unknown = set(data) - set(names)
     if unknown:
         raise ConfigError(f"unknown {kind.__name__} settings: {sorted(unknown)}")
-    values = {}
-    for name, value in data.items():
-        annotation = str(names[name].type)
-        values[name] = frozenset(value) if "frozenset" in annotation and value is not None else value
     try:
-        return kind(**values)
+        return kind(**data)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"invalid {kind.__name__}: {exc}") from exc
 

@@ -131,6 +131,7 @@ def _retry_after_headers(seconds: float) -> dict[str, str]:
 
 
 def _spend_limit(kind: SpendLimitKind, request_id: str) -> HttpFault:
+    kind = SpendLimitKind(kind)  # a knob set at runtime may be a plain string
     message = wire.SPEND_LIMIT_MESSAGES[kind.value]
     if kind is SpendLimitKind.ENFORCED:
         # No retry-after: retrying does not help until the month turns or the tier changes.

@@ -38,6 +38,7 @@ def check_params(params: Any) -> str | None:
 
 def spoil(answer: str, kind: MalformedKind, rng: random.Random) -> str:
     """The answer made malformed the way ``kind`` says (MIXED draws a way from ``rng``)."""
+    kind = MalformedKind(kind)  # a knob set at runtime may be a plain string
     if kind is MalformedKind.MIXED:
         kind = rng.choice(_SPOILERS)
     if kind is MalformedKind.PROSE:
