@@ -197,8 +197,9 @@ def test_transient_404_after_create_is_resource_not_found():
         assert client.retrieve(batch.id).id == batch.id
 
 
-def test_sdk_retries_overloaded_and_server_errors_on_reads():
-    faults = Faults(overloaded_times=1, server_error_times=1, retry_after=0.001)
+def test_sdk_retries_rate_limits_and_overloads_on_reads():
+    # The SDK sleeps for real: 1 ms as the 429's retry-after-ms says, about 0.5 s after the 529.
+    faults = Faults(rate_limit_times=1, overloaded_times=1, retry_after=0.001)
     with running(faults=faults) as (server, _):
         with AnthropicBatchClient(settings_for(server), max_retries=2) as client:
             assert list(client.list()) == []
