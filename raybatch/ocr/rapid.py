@@ -25,7 +25,9 @@ from raybatch.ocr.port import PageImage
 DET_MODEL = "PP-OCRv6_det_small.onnx"
 REC_MODEL = "PP-OCRv6_rec_small.onnx"
 CLS_MODEL = "ch_ppocr_mobile_v2.0_cls_mobile.onnx"
-ROTATION_LONG_EDGE = 1024  # orientation is decided on a copy this size: detection only, cheap
+# Text is found on a copy of the page this size (the detector's cost grows with pixels, and the
+# corpus's 11 pt lines stay well detectable); lines are then read from the full-size page.
+DETECT_LONG_EDGE = 960
 _VOTING_CROPS = 16
 
 
@@ -40,9 +42,9 @@ def rapidocr_version() -> str:
 class RapidOcrEngine:
     """PP-OCRv6 on onnxruntime; loads its models once per process, on first use; picklable."""
 
-    def __init__(self, threads: int = 0, rotation_long_edge: int = ROTATION_LONG_EDGE) -> None:
+    def __init__(self, threads: int = 0, detect_long_edge: int = DETECT_LONG_EDGE) -> None:
         self.threads = threads  # onnxruntime threads per session; 0 = all cores
-        self.rotation_long_edge = rotation_long_edge
+        self.detect_long_edge = detect_long_edge
         self.name = f"rapidocr-{rapidocr_version()}/{REC_MODEL.removesuffix('.onnx')}"
 
     def read(self, pages: Sequence[PageImage]) -> list[PageText]:
@@ -64,26 +66,32 @@ class RapidOcrEngine:
 
     def detect_rotation(self, image: np.ndarray) -> int:
         """Clockwise degrees (0/90/180/270) that make the page upright."""
-        small, _ = shrink(image, self.rotation_long_edge)
-        with _lock(self.threads):
-            return detect_rotation(_engine(self.threads), small)
+        small, _ = shrink(image, self.detect_long_edge)
+        with _lock():
+            return detect_rotation(self._loaded(), small)
 
     def read_boxes(self, upright: np.ndarray) -> list[TextBox]:
         """Every text line found on an upright page."""
-        with _lock(self.threads):
-            out = _engine(self.threads)(upright, use_det=True, use_cls=False, use_rec=True)
+        with _lock():
+            out = self._loaded()(upright, use_det=True, use_cls=False, use_rec=True)
         return _text_boxes(out)
+
+    def _loaded(self) -> Any:
+        return _engine(self.threads, self.detect_long_edge)
 
 
 def detect_rotation(engine: Any, small: np.ndarray) -> int:
-    """Rotation from line geometry (horizontal or vertical) plus the 0/180 classifier's vote."""
+    """Rotation from line geometry (lines across or along the page) and the 0/180 classifier's vote.
+
+    A crop of a vertical line comes out of ``get_rotate_crop_image`` turned 90° counter-clockwise:
+    upright when the text ran down the page (page needs 270°), upside down when it ran up (90°).
+    """
     quads = _detect(engine, small)
-    base = 90 if _mostly_vertical(quads) else 0
-    if base:
-        small = turn_clockwise(small, base)
-        quads = _detect(engine, small)
-    flipped = _upside_down(engine, small, quads)
-    return (base + (180 if flipped else 0)) % 360
+    vertical = _mostly_vertical(quads)
+    flipped = _upside_down(engine, small, quads, vertical)
+    if vertical:
+        return 90 if flipped else 270
+    return 180 if flipped else 0
 
 
 def _detect(engine: Any, image: np.ndarray) -> np.ndarray:
@@ -110,14 +118,15 @@ def _mostly_vertical(quads: np.ndarray) -> bool:
     return float(area[tall].sum()) > float(area[wide].sum())
 
 
-def _upside_down(engine: Any, image: np.ndarray, quads: np.ndarray) -> bool:
-    """The angle classifier's vote, weighted by score, over the longest horizontal lines."""
+def _upside_down(engine: Any, image: np.ndarray, quads: np.ndarray, vertical: bool) -> bool:
+    """The angle classifier's vote, weighted by score, over the longest lines of the page's direction."""
     from rapidocr.utils.process_img import get_rotate_crop_image
 
     if len(quads) == 0:
         return False
     widths, heights = _sides(quads)
-    order = [i for i in np.argsort(-widths) if widths[i] > 2 * heights[i]][:_VOTING_CROPS]
+    along, across = (heights, widths) if vertical else (widths, heights)
+    order = [i for i in np.argsort(-along) if along[i] > 2 * across[i]][:_VOTING_CROPS]
     votes = {"0": 0.0, "180": 0.0}
     for i in order:
         crop = get_rotate_crop_image(image, quads[i].copy())
@@ -132,11 +141,7 @@ def _text_boxes(out: Any) -> list[TextBox]:
     if boxes is None or texts is None or scores is None:
         return []
     return [
-        TextBox(
-            text=str(text), score=float(score),
-            left=float(quad[:, 0].min()), top=float(quad[:, 1].min()),
-            right=float(quad[:, 0].max()), bottom=float(quad[:, 1].max()),
-        )
+        TextBox.from_quad(str(text), float(score), quad)
         for quad, text, score in zip(np.asarray(boxes), texts, scores, strict=True)
     ]
 
@@ -151,14 +156,14 @@ def model_dir() -> Path:
 
 
 @cache
-def _lock(threads: int) -> threading.Lock:
-    # RapidOCR keeps per-call switches on the instance: one call at a time per loaded engine.
+def _lock() -> threading.Lock:
+    # RapidOCR keeps per-call switches on the instance, and one page at a time uses the cores well.
     return threading.Lock()
 
 
 @cache
-def _engine(threads: int) -> Any:
-    """The loaded RapidOCR, once per process and thread setting, from the wheel's own model files."""
+def _engine(threads: int, detect_long_edge: int = DETECT_LONG_EDGE) -> Any:
+    """The loaded RapidOCR, once per process and setting, from the wheel's own model files."""
     from rapidocr import RapidOCR
 
     root = model_dir()
@@ -169,7 +174,11 @@ def _engine(threads: int) -> Any:
             f"rapidocr {rapidocr_version()} lacks its bundled models {missing} in {root}; "
             "install a rapidocr 3.x wheel that ships them (no model is ever downloaded)"
         )
-    params: dict[str, Any] = {"Global.log_level": "error"}
+    params: dict[str, Any] = {
+        "Global.log_level": "error",
+        "Det.limit_type": "max",
+        "Det.limit_side_len": detect_long_edge,
+    }
     for key, path in paths.items():
         params[f"{key}.model_path"] = str(path)
     if threads:

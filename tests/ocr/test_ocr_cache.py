@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from raybatch.models import PageText
 from raybatch.ocr.cache import CachedOcr, InMemoryPageTextCache
 from raybatch.ocr.fake import LabelledOcr, labelled_page
+from raybatch.settings import StateSettings
+from raybatch.state import open_state
 
 SHA = "ab" * 32
 
@@ -43,3 +47,16 @@ def test_the_key_is_source_page_and_engine_version() -> None:
     CachedOcr(old, cache, "cd" * 32).read(page)  # so does another source
 
     assert (old.pages_read, new.pages_read) == (2, 1)
+
+
+def test_the_state_store_is_a_cache_that_outlives_the_engine(tmp_path: Path) -> None:
+    settings = StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}")
+    pages = [labelled_page(n, f"Счёт {n}", rotation=270) for n in (1, 2)]
+    engine = LabelledOcr()
+
+    first = CachedOcr(engine, open_state(settings), SHA).read(pages)
+    again = CachedOcr(engine, open_state(settings), SHA).read(pages)  # a new process, the same file
+
+    assert again == first
+    assert [(t.text, t.rotation) for t in again] == [("Счёт 1", 270), ("Счёт 2", 270)]
+    assert engine.pages_read == 2
