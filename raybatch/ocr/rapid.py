@@ -28,7 +28,9 @@ CLS_MODEL = "ch_ppocr_mobile_v2.0_cls_mobile.onnx"
 # Text is found on a copy of the page this size (the detector's cost grows with pixels, and the
 # corpus's 11 pt lines stay well detectable); lines are then read from the full-size page.
 DETECT_LONG_EDGE = 960
-_VOTING_CROPS = 16
+_VOTING_LINES = 12
+_PIECES_PER_LINE = 3
+_PIECE_ASPECT = 4  # the angle classifier reads 192 x 48: longer crops would be squeezed to mush
 
 
 def rapidocr_version() -> str:
@@ -66,9 +68,9 @@ class RapidOcrEngine:
 
     def detect_rotation(self, image: np.ndarray) -> int:
         """Clockwise degrees (0/90/180/270) that make the page upright."""
-        small, _ = shrink(image, self.detect_long_edge)
+        small, scale = shrink(image, self.detect_long_edge)
         with _lock():
-            return detect_rotation(self._loaded(), small)
+            return detect_rotation(self._loaded(), image, small, scale)
 
     def read_boxes(self, upright: np.ndarray) -> list[TextBox]:
         """Every text line found on an upright page."""
@@ -80,7 +82,7 @@ class RapidOcrEngine:
         return _engine(self.threads, self.detect_long_edge)
 
 
-def detect_rotation(engine: Any, small: np.ndarray) -> int:
+def detect_rotation(engine: Any, image: np.ndarray, small: np.ndarray, scale: float) -> int:
     """Rotation from line geometry (lines across or along the page) and the 0/180 classifier's vote.
 
     A crop of a vertical line comes out of ``get_rotate_crop_image`` turned 90° counter-clockwise:
@@ -88,7 +90,7 @@ def detect_rotation(engine: Any, small: np.ndarray) -> int:
     """
     quads = _detect(engine, small)
     vertical = _mostly_vertical(quads)
-    flipped = _upside_down(engine, small, quads, vertical)
+    flipped = _upside_down(engine, image, quads / scale, vertical)
     if vertical:
         return 90 if flipped else 270
     return 180 if flipped else 0
@@ -119,20 +121,29 @@ def _mostly_vertical(quads: np.ndarray) -> bool:
 
 
 def _upside_down(engine: Any, image: np.ndarray, quads: np.ndarray, vertical: bool) -> bool:
-    """The angle classifier's vote, weighted by score, over the longest lines of the page's direction."""
+    """The angle classifier's vote, weighted by score, on pieces of the longest lines (full size)."""
     from rapidocr.utils.process_img import get_rotate_crop_image
 
     if len(quads) == 0:
         return False
     widths, heights = _sides(quads)
     along, across = (heights, widths) if vertical else (widths, heights)
-    order = [i for i in np.argsort(-along) if along[i] > 2 * across[i]][:_VOTING_CROPS]
+    lines = [i for i in np.argsort(-along) if along[i] > 2 * across[i]][:_VOTING_LINES]
     votes = {"0": 0.0, "180": 0.0}
-    for i in order:
-        crop = get_rotate_crop_image(image, quads[i].copy())
-        for label, score in getattr(engine(crop, use_det=False, use_cls=True, use_rec=False), "cls_res", []):
-            votes[label] = votes.get(label, 0.0) + float(score)
+    for i in lines:
+        for piece in _pieces(get_rotate_crop_image(image, quads[i].astype(np.float32))):
+            out = engine(piece, use_det=False, use_cls=True, use_rec=False)
+            for label, score in getattr(out, "cls_res", None) or []:
+                votes[label] = votes.get(label, 0.0) + float(score)
     return votes["180"] > votes["0"]
+
+
+def _pieces(crop: np.ndarray) -> list[np.ndarray]:
+    """A line crop cut into a few pieces of the classifier's shape."""
+    height, width = crop.shape[:2]
+    step = max(1, _PIECE_ASPECT * height)
+    count = max(1, min(_PIECES_PER_LINE, width // step))
+    return [crop[:, k * step : (k + 1) * step] for k in range(count)]
 
 
 def _text_boxes(out: Any) -> list[TextBox]:

@@ -88,6 +88,8 @@ class GoogleVisionOcr:
     def read(self, pages: Sequence[PageImage]) -> list[PageText]:
         """Text, confidence and upright rotation for each page, in order."""
         requests = plan_requests(pages, self.batch_pages)
+        if requests:
+            self.client()  # made once, here, rather than raced for by the pool's threads
         if len(requests) <= 1 or self.concurrency == 1:
             results = [self._read_request(r) for r in requests]
         else:

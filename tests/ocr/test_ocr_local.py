@@ -69,3 +69,9 @@ def test_tesseract_tsv_becomes_lines_and_a_mean_confidence() -> None:
     ]
 
     assert parse_tsv("\n".join([header, *rows])) == ("Итого 12\nруб.", 0.8)
+
+
+def test_a_blank_page_reads_as_no_text(rapid: RapidOcrEngine) -> None:
+    text = rapid.read([render([], page=9)])[0]
+
+    assert (text.page, text.text, text.confidence, text.rotation) == (9, "", 0.0, 0)
