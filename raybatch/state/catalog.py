@@ -56,6 +56,17 @@ class CatalogQueries(SqlBase):
         with self._read() as conn:
             return [document_record(row) for row in conn.execute(query)]
 
+    def group_spellings(self) -> list[tuple[str, str, str]]:
+        """(group key, counterparty, reference) as documents already in a group wrote them."""
+        query = (
+            sa.select(document_rows.c.group_key, document_rows.c.counterparty, document_rows.c.reference)
+            .where(document_rows.c.group_key.is_not(None))
+            .distinct()
+            .order_by(document_rows.c.group_key)
+        )
+        with self._read() as conn:
+            return [(key, party or "", ref or "") for key, party, ref in conn.execute(query)]
+
     def upsert_group(self, key: str, label: str) -> None:
         """Create the group ``key`` or update its label."""
         insert = self._insert(groups)

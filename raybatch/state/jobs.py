@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 
 from raybatch.errors import LeaseLost
 from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, SourceKind
-from raybatch.state.base import SqlBase, clip
+from raybatch.state.base import SqlBase, clip, in_groups
 from raybatch.state.rows import job_record
 from raybatch.state.schema import errors, jobs
 
@@ -147,6 +147,16 @@ class JobQueries(SqlBase):
         if row is None:
             raise KeyError(f"no job {job_id}")
         return job_record(row)
+
+    def get_jobs(self, job_ids: Iterable[int]) -> list[JobRecord]:
+        """The jobs with these ids that exist, in id order."""
+        wanted = sorted(set(job_ids))
+        found: list[JobRecord] = []
+        with self._read() as conn:
+            for group in in_groups(wanted):
+                rows = conn.execute(sa.select(jobs).where(jobs.c.id.in_(group)))
+                found.extend(job_record(row) for row in rows)
+        return sorted(found, key=lambda job: job.id)
 
     def list_jobs(self, statuses: Iterable[JobStatus] | None = None) -> list[JobRecord]:
         """Jobs in id order, optionally only those in ``statuses``."""

@@ -81,6 +81,10 @@ class StateStore(Protocol):
         """The job with this id; KeyError when there is none."""
         ...
 
+    def get_jobs(self, job_ids: Iterable[int]) -> list[JobRecord]:
+        """The jobs with these ids that exist, in id order."""
+        ...
+
     def list_jobs(self, statuses: Iterable[JobStatus] | None = None) -> list[JobRecord]:
         """Jobs in id order, optionally only those in ``statuses``."""
         ...
@@ -223,6 +227,10 @@ class StateStore(Protocol):
 
     def list_documents(self, job_id: int | None = None) -> list[DocumentRecord]:
         """Documents in (job, index) order, optionally of one job."""
+        ...
+
+    def group_spellings(self) -> list[tuple[str, str, str]]:
+        """(group key, counterparty, reference) of documents already grouped: known groups."""
         ...
 
     def upsert_group(self, key: str, label: str) -> None:

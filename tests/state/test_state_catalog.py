@@ -88,3 +88,17 @@ def test_pause_flag_is_shared_through_the_database(store: SqlStateStore, db_url:
     other.set_paused(False)
     assert not store.is_paused()
     other.close()
+
+
+def test_group_spellings_are_distinct_per_group(store: SqlStateStore) -> None:
+    from raybatch.models import DocumentRecord
+    from state_helpers import register
+
+    job = register(store, 31)[0].id
+    docs = [
+        DocumentRecord(job, 0, 1, 1, "invoice", counterparty="Acme", reference="D-1", group_key="g_1"),
+        DocumentRecord(job, 1, 2, 2, "act", counterparty="Acme", reference="D-1", group_key="g_1"),
+        DocumentRecord(job, 2, 3, 3, "letter", counterparty="Acme", reference=None, group_key=None),
+    ]
+    store.upsert_documents(job, docs)
+    assert store.group_spellings() == [("g_1", "Acme", "D-1")]

@@ -1,0 +1,134 @@
+"""WriterPool: the driver's dispatcher for the result-writer actors.
+
+A job is admitted to an idle writer only while the source MB in flight plus its own stay within
+MAX_CONCURRENT_MB — or when nothing is in flight, so a job larger than the whole budget still
+runs, alone. Jobs are taken in order: a large job is never starved by smaller ones behind it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+from ray.exceptions import RayError
+
+from raybatch.actors.writer import MB, WriteReport
+from raybatch.errors import RaybatchError, error_class
+from raybatch.metrics import Metrics
+from raybatch.models import JobRecord, JobStatus, Lease
+from raybatch.state.port import StateStore
+
+log = logging.getLogger(__name__)
+
+
+def admissible(in_flight_mb: float, size_mb: float, budget_mb: float, running: int) -> bool:
+    """May a job of ``size_mb`` start now?"""
+    return running == 0 or in_flight_mb + size_mb <= budget_mb
+
+
+@dataclass
+class _Running:
+    writer: Any
+    lease: Lease
+    size_mb: float
+
+
+class WriterPool:
+    """Admits answered jobs to idle writers under the MB budget and collects their reports."""
+
+    def __init__(
+        self,
+        writers: Sequence[Any],
+        state: StateStore,
+        *,
+        budget_mb: float,
+        worker_id: str,
+        lease_seconds: float,
+        max_attempts: int,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self._idle = list(writers)
+        self._state = state
+        self._budget_mb = budget_mb
+        self._worker_id = worker_id
+        self._lease_seconds = lease_seconds
+        self._max_attempts = max_attempts
+        self._metrics = metrics or Metrics()
+        self._running: dict[Any, _Running] = {}
+        self.reports: list[WriteReport] = []
+
+    @property
+    def in_flight_mb(self) -> float:
+        return sum(r.size_mb for r in self._running.values())
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._running)
+
+    @property
+    def leases(self) -> list[Lease]:
+        return [r.lease for r in self._running.values()]
+
+    def renewed(self, leases: dict[int, Lease]) -> None:
+        """Take the renewed leases (same tokens, later expiry)."""
+        for running in self._running.values():
+            running.lease = leases.get(running.lease.job_id, running.lease)
+
+    def tick(self, answered: Sequence[JobRecord]) -> list[WriteReport]:
+        """Collect finished writes, then admit answered jobs in order while the budget allows."""
+        finished = self._collect()
+        for job in sorted(answered, key=lambda j: j.id):
+            if not self._idle:
+                break
+            size_mb = job.size_bytes / MB
+            if not admissible(self.in_flight_mb, size_mb, self._budget_mb, len(self._running)):
+                break
+            self._admit(job, size_mb)
+        self._metrics.writer_mb_in_flight(self.in_flight_mb)
+        return finished
+
+    def _admit(self, job: JobRecord, size_mb: float) -> None:
+        leases = self._state.claim_jobs(
+            worker_id=self._worker_id,
+            from_statuses=[JobStatus.ANSWERED],
+            to_status=JobStatus.WRITING,
+            lease_seconds=self._lease_seconds,
+            limit=1,
+            job_ids=[job.id],
+        )
+        if not leases:
+            return
+        lease = leases[0]
+        if lease.attempt > self._max_attempts:
+            reason = f"writing failed {lease.attempt - 1} times"
+            self._state.fail_job(job.id, "write", "AttemptsExhausted", reason, lease=lease)
+            return
+        writer = self._idle.pop(0)
+        self._running[writer.write.remote(lease)] = _Running(writer, lease, size_mb)
+
+    def _collect(self) -> list[WriteReport]:
+        if not self._running:
+            return []
+        done, _ = ray.wait(list(self._running), num_returns=len(self._running), timeout=0)
+        finished = []
+        for ref in done:
+            running = self._running.pop(ref)
+            self._idle.append(running.writer)
+            try:
+                report: WriteReport = ray.get(ref)
+            except RayError as exc:  # the writer process died: the job goes back to be written again
+                log.warning("writer died on job %d: %s", running.lease.job_id, error_class(exc))
+                self._release(running.lease)
+                continue
+            finished.append(report)
+            self.reports.append(report)
+        return finished
+
+    def _release(self, lease: Lease) -> None:
+        try:
+            self._state.transition(lease.job_id, [JobStatus.WRITING], JobStatus.ANSWERED)
+        except RaybatchError as exc:
+            log.warning("job %d: could not release it after a writer died: %s", lease.job_id, exc)

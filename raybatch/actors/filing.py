@@ -1,0 +1,127 @@
+"""Filing results into the state store, and settling a job by its chunks.
+
+Shared by batch and synchronous results, so both are filed the same way. An answer is parsed when
+it is filed: a malformed one is repaired once, else the chunk goes again like a transient error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+from raybatch.claude.filing import Filed, FilingAction, file_results
+from raybatch.claude.records import RequestResult
+from raybatch.errors import UnparseableAnswer
+from raybatch.ids import parse_custom_id
+from raybatch.metrics import Metrics
+from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, ResultType
+from raybatch.state.port import StateStore
+from raybatch.steps.parse import read_answer
+
+log = logging.getLogger(__name__)
+
+_SETTLED_FROM = (JobStatus.SUBMITTED, JobStatus.PREPARED)
+
+
+class ResultFiler:
+    """Files results by custom_id and moves jobs on once their chunks allow it."""
+
+    def __init__(self, state: StateStore, *, max_attempts: int, metrics: Metrics | None = None) -> None:
+        self._state = state
+        self._max_attempts = max_attempts
+        self._metrics = metrics or Metrics()
+
+    def file(self, batch_id: str, expected: Sequence[str], results: Iterable[RequestResult]) -> int:
+        """File one batch's (or one sync run's) results; returns how many changed a chunk."""
+        report = file_results(results, expected)
+        if report.duplicates:
+            log.info("batch %s: %d duplicate results ignored", batch_id, len(report.duplicates))
+        chunks = self._chunks_by_id(report.accepted)
+        accepted = report.accepted.items()
+        changed = sum(self._file_one(batch_id, filed, chunks.get(cid)) for cid, filed in accepted)
+        for cid in report.missing:
+            changed += self._retry(batch_id, cid, ResultType.ERRORED, "missing", "no result in the batch")
+        return changed
+
+    def lose(self, batch_id: str, expected: Sequence[str], error: str, message: str) -> int:
+        """Every chunk of a lost batch goes again in a later one (within its attempts)."""
+        return sum(self._retry(batch_id, cid, ResultType.ERRORED, error, message) for cid in expected)
+
+    def settle(self, job_id: int) -> JobStatus | None:
+        """Answered when every chunk succeeded, failed when one failed, prepared again to retry."""
+        chunks = self._state.get_chunks(job_id)
+        if not chunks:
+            return None
+        statuses = {c.status for c in chunks}
+        if ChunkStatus.FAILED in statuses:
+            failed = next(c for c in chunks if c.status is ChunkStatus.FAILED)
+            reason = f"chunk {failed.n}: {failed.error_message or 'failed'}"
+            self._state.fail_job(job_id, "claude", failed.error_class or "BatchFailed", reason)
+            return JobStatus.FAILED
+        if statuses == {ChunkStatus.SUCCEEDED}:
+            moved = self._state.transition(job_id, _SETTLED_FROM, JobStatus.ANSWERED, progress=100.0)
+            return JobStatus.ANSWERED if moved else None
+        if ChunkStatus.SUBMITTED not in statuses:
+            moved = self._state.transition(job_id, [JobStatus.SUBMITTED], JobStatus.PREPARED)
+            return JobStatus.PREPARED if moved else None
+        if ChunkStatus.PREPARED not in statuses and ChunkStatus.RETRY not in statuses:
+            self._state.transition(job_id, [JobStatus.PREPARED], JobStatus.SUBMITTED)
+            return JobStatus.SUBMITTED
+        return None
+
+    def _chunks_by_id(self, custom_ids: Iterable[str]) -> dict[str, ChunkRecord]:
+        jobs = {ids[0] for cid in custom_ids if (ids := parse_custom_id(cid))}
+        return {c.custom_id: c for job in jobs for c in self._state.get_chunks(job)}
+
+    def _file_one(self, batch_id: str, filed: Filed, chunk: ChunkRecord | None) -> int:
+        result = filed.result
+        if filed.action is FilingAction.FAIL:
+            return self._record(batch_id, result, retry=False, error=result.error_type, message=filed.reason)
+        if filed.action is FilingAction.RETRY:
+            return self._retry(batch_id, result.custom_id, result.type, result.error_type, filed.reason)
+        if chunk is None:
+            log.warning("result for %s has no chunk row; rejected", result.custom_id)
+            return 0
+        try:
+            parsed = read_answer(result.text or "", first_page=chunk.first_page, last_page=chunk.last_page)
+        except UnparseableAnswer as exc:
+            self._metrics.answer_unparseable()
+            return self._retry(batch_id, result.custom_id, ResultType.ERRORED, "UnparseableAnswer", str(exc))
+        if parsed.repaired:
+            log.info("%s: answer repaired (%s)", result.custom_id, ", ".join(parsed.repairs))
+        filed_ok = self._state.file_result(
+            result.custom_id,
+            batch_id,
+            ResultType.SUCCEEDED,
+            answer=parsed.answer.model_dump_json(),
+            usage=result.usage,
+        )
+        if filed_ok and result.usage is not None:
+            self._metrics.tokens(result.usage)
+        return int(filed_ok)
+
+    def _retry(
+        self, batch_id: str, custom_id: str, result: ResultType, error: str | None, message: str
+    ) -> int:
+        return self._record(
+            batch_id, _as_result(custom_id, result), retry=True, error=error, message=message
+        )
+
+    def _record(
+        self, batch_id: str, result: RequestResult, *, retry: bool, error: str | None, message: str
+    ) -> int:
+        return int(
+            self._state.file_result(
+                result.custom_id,
+                batch_id,
+                result.type,
+                error_class=error or result.type.value,
+                error_message=message or (result.error_message or result.type.value),
+                retry=retry,
+                max_attempts=self._max_attempts,
+            )
+        )
+
+
+def _as_result(custom_id: str, result: ResultType) -> RequestResult:
+    return RequestResult(custom_id=custom_id, type=result)

@@ -1,0 +1,156 @@
+"""Prepare: one chunk of a source → a Claude request. The body of the ``prepare`` Ray tasks.
+
+Sequences the pure steps (open, render, text layer, build request) and the OCR port (cached per
+page). Plain Python: the pipeline wraps it in ``ray.remote``; tests call it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from raybatch.claude.records import PreparedRequest
+from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, PageText, RenderedPage
+from raybatch.ocr.cache import CachedOcr, PageTextCache
+from raybatch.ocr.port import OcrEngine, PageImage
+from raybatch.settings import ClaudeSettings, OcrSettings, PrepareSettings
+from raybatch.steps.build_requests import build_request
+from raybatch.steps.chunk import ChunkPlan
+from raybatch.steps.render import (
+    PageRaster,
+    RenderOptions,
+    encode,
+    encode_png,
+    rasterize,
+    text_layer,
+    upright,
+)
+from raybatch.steps.source import open_source
+
+# Rough resident cost of preparing one page: the raster, its PNG for OCR, the encoded image.
+BYTES_PER_PAGE = 24 * 1024 * 1024
+# What an OCR engine's models and the interpreter cost a worker before any page.
+TASK_BASE_BYTES = 400 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PreparedChunk:
+    """A chunk ready for Claude, plus what the writer needs later: each page's detected rotation."""
+
+    request: PreparedRequest
+    rotations: Mapping[int, int]
+    pages_without_text: tuple[int, ...] = ()
+    ocr_pages: tuple[int, ...] = ()
+
+    def record(self) -> ChunkRecord:
+        """The chunk's row: prepared, with its size and rotations."""
+        request = self.request
+        return ChunkRecord(
+            job_id=request.job_id,
+            n=request.n,
+            first_page=request.first_page,
+            last_page=request.last_page,
+            custom_id=request.custom_id,
+            processing_key=request.processing_key,
+            status=ChunkStatus.PREPARED,
+            request_bytes=request.encoded_size,
+            rotations=dict(self.rotations),
+        )
+
+    def summary(self) -> ChunkSummary:
+        """What the driver needs to know, without the payload."""
+        return ChunkSummary(self.record(), len(self.pages_without_text), len(self.ocr_pages))
+
+
+@dataclass(frozen=True)
+class ChunkSummary:
+    """A prepared chunk's row and page counts: small enough to return to the driver."""
+
+    record: ChunkRecord
+    pages_without_text: int
+    ocr_pages: int
+
+
+def memory_estimate(size_bytes: int, pages: int) -> int:
+    """Bytes a prepare task asks Ray for: honest, since ``memory=`` is admission only."""
+    return TASK_BASE_BYTES + 2 * size_bytes + pages * BYTES_PER_PAGE
+
+
+def count_pages(data: bytes, job: JobRecord, max_page_pixels: int) -> int:
+    """Open the source once to learn its page count; InvalidSource when it cannot be processed."""
+    with open_source(data, job.kind, max_page_pixels=max_page_pixels) as doc:
+        return doc.page_count
+
+
+class ChunkPreparer:
+    """Turns one chunk of one source into a PreparedRequest."""
+
+    def __init__(
+        self,
+        prepare: PrepareSettings,
+        claude: ClaudeSettings,
+        ocr_settings: OcrSettings,
+        ocr: OcrEngine | None,
+        cache: PageTextCache | None = None,
+    ) -> None:
+        self._prepare = prepare
+        self._claude = claude
+        self._min_confidence = ocr_settings.ocr_min_confidence
+        self._ocr = ocr
+        self._cache = cache
+        self._options = RenderOptions(
+            long_edge=prepare.page_long_edge,
+            image_format=prepare.image_format,
+            quality=prepare.image_quality,
+            max_page_pixels=prepare.max_page_pixels,
+        )
+
+    def prepare(self, job: JobRecord, plan: ChunkPlan, data: bytes) -> PreparedChunk:
+        """Render, read and package the chunk's pages."""
+        with open_source(data, job.kind, max_page_pixels=self._prepare.max_page_pixels) as doc:
+            rasters = [rasterize(doc[p - 1], self._options) for p in plan.pages]
+            texts = [text_layer(doc[p - 1]) for p in plan.pages]
+        texts, ocr_pages = self._read_missing(job.sha256, rasters, texts)
+        pages = [self._finish(raster, text) for raster, text in zip(rasters, texts, strict=True)]
+        request = build_request(
+            job.id,
+            plan.n,
+            job.sha256,
+            pages,
+            model=self._claude.claude_model,
+            max_tokens=self._claude.max_tokens,
+            modality=self._prepare.page_modality,
+            min_confidence=self._min_confidence,
+        )
+        return PreparedChunk(
+            request=request,
+            rotations={t.page: t.rotation for t in texts},
+            pages_without_text=tuple(t.page for t in texts if not t.text.strip()),
+            ocr_pages=tuple(ocr_pages),
+        )
+
+    def _read_missing(
+        self, sha256: str, rasters: Sequence[PageRaster], texts: list[PageText]
+    ) -> tuple[list[PageText], list[int]]:
+        """OCR the pages whose text layer is not usable (cached per page), when an engine is set."""
+        missing = [i for i, t in enumerate(texts) if t.origin == "none"]
+        if not missing or self._ocr is None:
+            return texts, []
+        engine: OcrEngine = self._ocr if self._cache is None else CachedOcr(self._ocr, self._cache, sha256)
+        images = [PageImage(rasters[i].page, encode_png(rasters[i].image)) for i in missing]
+        for i, read in zip(missing, engine.read(images), strict=True):
+            texts[i] = read
+        return texts, [rasters[i].page for i in missing]
+
+    def _finish(self, raster: PageRaster, text: PageText) -> RenderedPage:
+        """Turn the page upright and encode it for Claude."""
+        image = upright(raster.image, text.rotation)
+        data, media_type = encode(image, self._prepare.image_format, self._prepare.image_quality)
+        return RenderedPage(
+            page=raster.page,
+            image=data,
+            media_type=media_type,
+            width=image.width,
+            height=image.height,
+            text=text,
+        )

@@ -1,0 +1,234 @@
+"""PrepareScheduler: the driver's side of the prepare stage.
+
+Claims pending jobs, plans their chunks, and keeps prepare tasks in flight under two bounds: a cap
+on tasks in flight (``ray.wait`` loop) and the coordinator's backlog, so preparation runs at most
+about two batches ahead of submission. Resources bound what runs; these bound what is pending.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import ray
+from ray.exceptions import RayError, RayTaskError
+
+from raybatch.actors.prepare import ChunkSummary
+from raybatch.errors import RaybatchError, error_class
+from raybatch.metrics import Metrics
+from raybatch.models import ChunkStatus, JobRecord, JobStatus, Lease
+from raybatch.state.port import StateStore
+from raybatch.steps.chunk import ChunkPlan, plan_chunks
+
+log = logging.getLogger(__name__)
+
+GUESS_REQUEST_BYTES = 3_000_000  # until the first chunk is measured: ≈ 8 scanned pages
+
+
+@dataclass
+class JobInPrep:
+    """A job being prepared: its lease, the chunks still out, the payloads of those done."""
+
+    job: JobRecord
+    lease: Lease
+    waiting: set[int]
+    payloads: dict[int, Any] = field(default_factory=dict)
+    request_bytes: int = 0
+    source: Any = None
+
+
+@dataclass(frozen=True)
+class ReadyJob:
+    """A job whose chunks are all prepared: hand its payload handles to the coordinator."""
+
+    job_id: int
+    mode: str
+    payloads: Mapping[int, Any]
+    request_bytes: int
+
+
+class PrepareTasks(Protocol):
+    """Launches the Ray tasks of the prepare stage; returns object refs."""
+
+    def load(self, job: JobRecord) -> Any:
+        """A task reading the job's source bytes into the object store."""
+        ...
+
+    def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
+        """A task preparing one chunk: refs to (ChunkSummary, PreparedChunk)."""
+        ...
+
+
+class PrepareScheduler:
+    """Launches and collects prepare tasks for the jobs of one run."""
+
+    def __init__(
+        self,
+        state: StateStore,
+        tasks: PrepareTasks,
+        *,
+        worker_id: str,
+        max_in_flight: int,
+        max_backlog_bytes: int,
+        lease_seconds: float,
+        max_attempts: int,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self._state = state
+        self._tasks = tasks
+        self._worker_id = worker_id
+        self._max_in_flight = max(1, max_in_flight)
+        self._max_backlog = max_backlog_bytes
+        self._lease_seconds = lease_seconds
+        self._max_attempts = max_attempts
+        self._metrics = metrics or Metrics()
+        self._jobs: dict[int, JobInPrep] = {}
+        self._queue: deque[tuple[int, ChunkPlan]] = deque()
+        self._in_flight: dict[Any, tuple[int, int, Any]] = {}
+        self._measured: list[int] = []
+        self.pages_prepared = 0
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing running."""
+        return not self._queue and not self._in_flight
+
+    @property
+    def leases(self) -> list[Lease]:
+        return [prep.lease for prep in self._jobs.values()]
+
+    def claim(self, job_ids: Iterable[int]) -> int:
+        """Claim the pending jobs among ``job_ids`` and queue their chunks; how many were claimed."""
+        leases = self._state.claim_jobs(
+            worker_id=self._worker_id,
+            from_statuses=[JobStatus.PENDING],
+            to_status=JobStatus.PREPARING,
+            lease_seconds=self._lease_seconds,
+            limit=10_000,
+            job_ids=list(job_ids),
+        )
+        for lease in leases:
+            self._start(lease)
+        return len(leases)
+
+    def renewed(self, renew: Callable[[Lease], Lease]) -> None:
+        """Extend every lease held; a job whose lease was taken over is dropped."""
+        for job_id, prep in list(self._jobs.items()):
+            try:
+                prep.lease = renew(prep.lease)
+            except RaybatchError as exc:
+                log.warning("job %d: lease lost while preparing (%s); dropped", job_id, exc)
+                self._drop(job_id)
+
+    def tick(self, backlog_bytes: int) -> list[ReadyJob]:
+        """Launch what the bounds allow, collect what finished; jobs now fully prepared."""
+        self._launch(backlog_bytes)
+        return self._collect()
+
+    # --- launching ------------------------------------------------------------------------
+    def _start(self, lease: Lease) -> None:
+        job = self._state.get_job(lease.job_id)
+        if lease.attempt > self._max_attempts:
+            reason = f"prepare tried {lease.attempt - 1} times (workers killed or lost, e.g. out of memory)"
+            self._state.fail_job(job.id, "prepare", "AttemptsExhausted", reason, lease=lease)
+            return
+        done = {c.n for c in self._state.get_chunks(job.id) if c.status is ChunkStatus.SUCCEEDED}
+        plans = [p for p in plan_chunks(job.pages or 0) if p.n not in done]
+        self._jobs[job.id] = JobInPrep(job, lease, {p.n for p in plans})
+        self._queue.extend((job.id, plan) for plan in plans)
+        if not plans:
+            self._finish(job.id)
+
+    def _launch(self, backlog_bytes: int) -> None:
+        while self._queue and len(self._in_flight) < self._max_in_flight:
+            if backlog_bytes + self._expected_bytes() >= self._max_backlog:
+                return
+            job_id, plan = self._queue.popleft()
+            prep = self._jobs.get(job_id)
+            if prep is not None:
+                self._launch_one(prep, plan)
+
+    def _launch_one(self, prep: JobInPrep, plan: ChunkPlan) -> None:
+        if prep.source is None:
+            prep.source = self._tasks.load(prep.job)
+        summary, payload = self._tasks.prepare(prep.job, plan, prep.source)
+        self._in_flight[summary] = (prep.job.id, plan.n, payload)
+
+    def _expected_bytes(self) -> int:
+        """Bytes the tasks in flight will add to the backlog, by the sizes measured so far."""
+        recent = self._measured[-20:]
+        each = sum(recent) // len(recent) if recent else GUESS_REQUEST_BYTES
+        return each * len(self._in_flight)
+
+    # --- collecting -----------------------------------------------------------------------
+    def _collect(self) -> list[ReadyJob]:
+        if not self._in_flight:
+            return []
+        done, _ = ray.wait(list(self._in_flight), num_returns=len(self._in_flight), timeout=0)
+        ready: list[ReadyJob] = []
+        for ref in done:
+            job_id, n, payload = self._in_flight.pop(ref)
+            if job_id not in self._jobs:
+                continue  # the job failed or was dropped meanwhile
+            try:
+                summary: ChunkSummary = ray.get(ref)
+            except RayError as exc:
+                self._fail(job_id, exc)
+                continue
+            ready.extend(self._chunk_done(job_id, n, summary, payload))
+        return ready
+
+    def _chunk_done(self, job_id: int, n: int, summary: ChunkSummary, payload: Any) -> list[ReadyJob]:
+        prep = self._jobs[job_id]
+        self._state.save_chunks(job_id, [summary.record])
+        prep.payloads[n] = payload
+        prep.request_bytes += summary.record.request_bytes
+        prep.waiting.discard(n)
+        self._measured.append(summary.record.request_bytes)
+        pages = summary.record.last_page - summary.record.first_page + 1
+        self.pages_prepared += pages
+        self._metrics.pages_prepared(pages, summary.ocr_pages)
+        if prep.waiting:
+            return []
+        ready = self._finish(job_id)
+        return [ready] if ready else []
+
+    def _finish(self, job_id: int) -> ReadyJob | None:
+        prep = self._jobs.pop(job_id)
+        try:
+            self._state.finish_claim(prep.lease, JobStatus.PREPARED, attempts=0)
+        except RaybatchError as exc:
+            log.warning("job %d: could not record it prepared (%s)", job_id, exc)
+            return None
+        return ReadyJob(job_id, prep.job.mode, dict(prep.payloads), prep.request_bytes)
+
+    def _fail(self, job_id: int, exc: BaseException) -> None:
+        """A chunk that cannot be prepared fails its job with the reason; other jobs go on."""
+        prep = self._jobs.get(job_id)
+        if prep is None:
+            return
+        cause = exc.cause if isinstance(exc, RayTaskError) and exc.cause is not None else exc
+        name, message = error_class(cause), _reason(cause)
+        self._state.fail_job(job_id, "prepare", name, message, lease=prep.lease)
+        log.warning("job %d (%s) failed while preparing: %s", job_id, prep.job.source_name, message)
+        self._drop(job_id)
+
+    def _drop(self, job_id: int) -> None:
+        self._jobs.pop(job_id, None)
+        self._queue = deque(item for item in self._queue if item[0] != job_id)
+
+    def forget(self, job_ids: Sequence[int]) -> None:
+        """Stop preparing these jobs (canceled elsewhere)."""
+        for job_id in job_ids:
+            self._drop(job_id)
+
+
+def _reason(exc: BaseException) -> str:
+    """A one-line reason: our own messages as they are, Ray's crash reports shortened."""
+    if isinstance(exc, RaybatchError):
+        return str(exc)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"{type(exc).__name__}: {first[:300]}"

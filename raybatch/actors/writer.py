@@ -1,0 +1,235 @@
+"""ResultWriter: one answered job → its documents in object storage, its rows, its manifest.
+
+Per job: stitch the chunk answers (validated when filed), slice each document's pages into its own
+PDF turned upright, draw a thumbnail, upload both, then group, upsert rows, write the manifest and
+the job's slice of the Parquet table, and complete the job under its lease. Keys come from ids, so
+a rerun rewrites the same objects and rows. Plain class: Ray runs a pool of them as actors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from threading import BoundedSemaphore
+
+import pymupdf
+
+from raybatch import ids
+from raybatch.claude.answer import PROMPT_VERSION, ChunkAnswer
+from raybatch.errors import InvalidSource, LeaseLost, PermanentError, TransientError, error_class
+from raybatch.metrics import Metrics
+from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, JobStatus, Lease
+from raybatch.objects.port import ObjectStore
+from raybatch.settings import ClaudeSettings, PrepareSettings, StoreSettings
+from raybatch.sources import read_source
+from raybatch.state.port import StateStore
+from raybatch.steps.group import GroupIdentity, assign_groups, group_identity
+from raybatch.steps.manifest import build_manifest
+from raybatch.steps.slice import slice_document
+from raybatch.steps.source import open_source
+from raybatch.steps.stitch import StitchedDocument, stitch
+from raybatch.steps.table import documents_table
+from raybatch.steps.thumbnail import thumbnail
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class WriteReport:
+    """What one write did, for the dispatcher's accounting and the memory assertion."""
+
+    job_id: int
+    status: JobStatus
+    source_mb: float
+    started: float
+    ended: float
+    documents: int
+    peak_rss_mb: float
+    error: str | None = None
+
+
+def documents_at_once(size_bytes: int) -> int:
+    """How many documents of one job are built at a time: 1 above 50 MB, 2 from 20 MB, else 4."""
+    if size_bytes > 50 * MB:
+        return 1
+    if size_bytes >= 20 * MB:
+        return 2
+    return 4
+
+
+def page_rotations(chunks: Sequence[ChunkRecord], stitched: Sequence[StitchedDocument]) -> dict[int, int]:
+    """Each page's total turn: what preparing found (the image Claude saw was already turned),
+    plus what Claude still saw."""
+    found: dict[int, int] = {}
+    for chunk in chunks:
+        found.update(chunk.rotations)
+    total = dict(found)
+    for doc in stitched:
+        for page, extra in doc.rotations.items():
+            total[page] = (found.get(page, 0) + extra) % 360
+    return total
+
+
+class ResultWriter:
+    """Writes answered jobs. One instance per writer actor; each call writes one job."""
+
+    def __init__(
+        self,
+        state: StateStore,
+        store: ObjectStore,
+        *,
+        sources: StoreSettings,
+        prepare: PrepareSettings,
+        claude: ClaudeSettings,
+        lease_seconds: float = 300.0,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self._state = state
+        self._store = store
+        self._sources = sources
+        self._max_page_pixels = prepare.max_page_pixels
+        self._claude = claude
+        self._lease_seconds = lease_seconds
+        self._metrics = metrics or Metrics()
+
+    def write(self, lease: Lease) -> WriteReport:
+        """Write one job held under ``lease``; failures end the job (permanent) or release it."""
+        started = time.time()
+        job = self._state.get_job(lease.job_id)
+        try:
+            count = self._write(job, lease)
+            status, error = JobStatus.COMPLETED, None
+        except LeaseLost as exc:
+            status, error = JobStatus.WRITING, f"lease lost: {exc}"
+            count = 0
+        except TransientError as exc:
+            self._state.transition(job.id, [JobStatus.WRITING], JobStatus.ANSWERED)
+            status, error, count = JobStatus.ANSWERED, f"{error_class(exc)}: {exc}", 0
+        except PermanentError as exc:
+            self._state.fail_job(job.id, "write", error_class(exc), str(exc), lease=lease)
+            status, error, count = JobStatus.FAILED, f"{error_class(exc)}: {exc}", 0
+        self._metrics.job_finished(status.value)
+        return WriteReport(
+            job.id, status, job.size_bytes / MB, started, time.time(), count, _peak_rss_mb(), error
+        )
+
+    def _write(self, job: JobRecord, lease: Lease) -> int:
+        chunks = self._state.get_chunks(job.id)
+        answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
+        stitched = stitch(answers, job.pages or 0)
+        rotations = page_rotations(chunks, stitched)
+        records = self._build_documents(job, stitched, rotations)
+        self._state.renew_lease(lease, self._lease_seconds)
+        records = self._group(records)
+        self._state.upsert_documents(job.id, records)
+        self._drop_stale_objects(job.id, len(records))
+        self._put_json(ids.manifest_key(job.id), self._manifest(job, records))
+        self._store.put(ids.documents_table_key(job.id), documents_table(records, job))
+        self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0)
+        self._metrics.documents_written(len(records))
+        return len(records)
+
+    def _build_documents(
+        self, job: JobRecord, stitched: Sequence[StitchedDocument], rotations: Mapping[int, int]
+    ) -> list[DocumentRecord]:
+        """Slice, draw and upload every document; at most 1/2/4 built and not yet uploaded."""
+        data = read_source(job.source_uri, self._sources)
+        at_once = documents_at_once(len(data))
+        slots = BoundedSemaphore(at_once)
+        with (
+            ThreadPoolExecutor(max_workers=at_once, thread_name_prefix=f"write-{job.id}") as pool,
+            _opened(data, job, self._max_page_pixels) as source,
+        ):
+            uploads: list[Future[DocumentRecord]] = []
+            for index, doc in enumerate(stitched):
+                slots.acquire()
+                pdf = slice_document(source, doc.first_page, doc.last_page, rotations)
+                thumb = thumbnail(pdf)
+                future = pool.submit(self._upload, job, index, doc, pdf, thumb)
+                future.add_done_callback(lambda _: slots.release())
+                uploads.append(future)
+            return [future.result() for future in uploads]
+
+    def _upload(
+        self, job: JobRecord, index: int, doc: StitchedDocument, pdf: bytes, thumb: bytes
+    ) -> DocumentRecord:
+        metadata = {"job-id": str(job.id), "document-index": str(index), "source-name": job.source_name}
+        pdf_key, thumb_key = ids.document_pdf_key(job.id, index), ids.document_thumb_key(job.id, index)
+        self._store.put(pdf_key, pdf, content_type="application/pdf", metadata=metadata)
+        self._store.put(thumb_key, thumb, content_type="image/webp", metadata=metadata)
+        return DocumentRecord(
+            job_id=job.id,
+            index=index,
+            first_page=doc.first_page,
+            last_page=doc.last_page,
+            doc_type=doc.type.value,
+            title=doc.title,
+            date=doc.date,
+            number=doc.number,
+            counterparty=doc.counterparty,
+            amount=doc.amount,
+            currency=doc.currency,
+            reference=doc.reference,
+            fields=dict(doc.fields),
+            pdf_key=pdf_key,
+            thumb_key=thumb_key,
+        )
+
+    def _group(self, records: list[DocumentRecord]) -> list[DocumentRecord]:
+        """Group key per document, near-spellings joined to groups other jobs already made."""
+        known = list(_known_groups(self._state.group_spellings()))
+        grouped: list[DocumentRecord] = assign_groups(records, known)
+        for doc in grouped:
+            identity = group_identity(doc.counterparty, doc.reference)
+            if doc.group_key and identity:
+                self._state.upsert_group(doc.group_key, identity.label)
+        return grouped
+
+    def _drop_stale_objects(self, job_id: int, count: int) -> None:
+        """A rerun that found fewer documents leaves no objects of the old ones behind."""
+        keep = {ids.document_pdf_key(job_id, i) for i in range(count)}
+        keep |= {ids.document_thumb_key(job_id, i) for i in range(count)}
+        for key in list(self._store.list(f"{ids.job_prefix(job_id)}/documents/")):
+            if key not in keep:
+                self._store.delete(key)
+
+    def _manifest(self, job: JobRecord, records: Sequence[DocumentRecord]) -> bytes:
+        usage = self._state.usage_totals(job.id)
+        return build_manifest(
+            job, records, usage, model=self._claude.claude_model, prompt_version=PROMPT_VERSION
+        )
+
+    def _put_json(self, key: str, data: bytes) -> None:
+        json.loads(data)  # never write a manifest that does not parse
+        self._store.put(key, data, content_type="application/json")
+
+
+def _known_groups(spellings: Sequence[tuple[str, str, str]]) -> Iterator[GroupIdentity]:
+    for key, party, reference in spellings:
+        identity = group_identity(party, reference)
+        if identity is not None:
+            yield replace(identity, key=key)
+
+
+@contextmanager
+def _opened(data: bytes, job: JobRecord, max_page_pixels: int) -> Iterator[pymupdf.Document]:
+    """Open a source for slicing; InvalidSource when it is no longer the file that was prepared."""
+    doc = open_source(data, job.kind, max_page_pixels=max_page_pixels)
+    try:
+        if doc.page_count != job.pages:
+            raise InvalidSource(f"the source now has {doc.page_count} pages, not {job.pages}")
+        yield doc
+    finally:
+        doc.close()
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MB (Linux reports KiB)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024 if os.name == "posix" else peak / MB

@@ -1,0 +1,148 @@
+"""The pipeline, in the order of work:
+
+    register    one job per source file, deduplicated by sha256          (raybatch.register)
+    prepare     Ray tasks: render, text layer / OCR, chunks of 8 → requests (actors.prepare, scheduler)
+    coordinate  the BatchCoordinator actor: batches or sync calls → answers  (actors.coordinator)
+    write       the ResultWriter pool: documents, thumbnails, rows, groups   (actors.writer, dispatch)
+
+``run`` wires them for one source and returns when every job of the run has ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import ray
+from pydantic import SecretStr
+
+from raybatch.actors.dispatch import WriterPool
+from raybatch.actors.driver import LEASE_SECONDS, Driver, DriverParts, Progress
+from raybatch.actors.scheduler import PrepareScheduler
+from raybatch.actors.writer import WriteReport
+from raybatch.models import JobRecord, JobStatus
+from raybatch.register import Registrar
+from raybatch.runtime import RayPrepareTasks, connect, get_coordinator, start_writers
+from raybatch.settings import Settings, StateSettings, StoreSettings
+from raybatch.sources import list_sources
+from raybatch.state import open_state
+from raybatch.steps.pack import megabytes
+
+log = logging.getLogger(__name__)
+
+Notice = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """How a run ended: its jobs, the files passed over, the writers' reports."""
+
+    jobs: list[JobRecord]
+    skipped: list[str]
+    writes: list[WriteReport]
+    elapsed: float
+    emulator_url: str | None = None
+
+    @property
+    def failed(self) -> list[JobRecord]:
+        return [j for j in self.jobs if j.status is JobStatus.FAILED]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def run(
+    settings: Settings,
+    source: str | Sequence[str],
+    *,
+    force: bool = False,
+    on_progress: Callable[[Progress], None] | None = None,
+    notice: Notice = log.info,
+    dashboard: bool = True,
+) -> RunReport:
+    """Process every PDF or image under ``source`` (a folder, an s3:// prefix or a list of paths)."""
+    started = time.monotonic()
+    state = open_state(settings.section(StateSettings))
+    listing = list_sources(source, settings.section(StoreSettings))
+    for name in listing.skipped:
+        notice(f"skipped {name!r}: not a PDF or image")
+    registrar = Registrar(
+        state,
+        settings.section(StoreSettings),
+        max_page_pixels=settings.max_page_pixels,
+        mode=settings.processing_mode.value,
+        force=force,
+    )
+    jobs = [r.job for r in registrar.register_all(listing.files)]
+    notice(f"{len(jobs)} jobs registered from {len(listing.files)} files")
+    owns_ray = connect(settings, dashboard=dashboard)
+    try:
+        with claude_endpoint(settings, notice) as (settings, emulator_url):
+            ended, writes = _drive(settings, [j.id for j in jobs], on_progress)
+    finally:
+        if owns_ray:
+            ray.shutdown()
+    return RunReport(ended, listing.skipped, writes, time.monotonic() - started, emulator_url)
+
+
+def _drive(
+    settings: Settings, job_ids: Sequence[int], on_progress: Callable[[Progress], None] | None
+) -> tuple[list[JobRecord], list[WriteReport]]:
+    """Build the Ray parts and tick until every job ended."""
+    state = open_state(settings.section(StateSettings))
+    run_id = uuid.uuid4().hex[:8]
+    worker_id = f"driver-{run_id}"
+    scheduler = PrepareScheduler(
+        state,
+        RayPrepareTasks(settings),
+        worker_id=worker_id,
+        max_in_flight=settings.prepare_in_flight or 2 * int(ray.cluster_resources().get("CPU", 1)),
+        max_backlog_bytes=2 * megabytes(settings.batch_max_mb),
+        lease_seconds=LEASE_SECONDS,
+        max_attempts=settings.prepare_max_attempts,
+    )
+    handles = start_writers(settings, run_id)
+    writers = WriterPool(
+        handles,
+        state,
+        budget_mb=settings.max_concurrent_mb,
+        worker_id=worker_id,
+        lease_seconds=LEASE_SECONDS,
+        max_attempts=settings.max_attempts,
+    )
+    parts = DriverParts(scheduler, writers, coordinator=lambda: get_coordinator(settings), call=ray.get)
+    try:
+        jobs = Driver(state, job_ids, parts).run(on_progress)
+    finally:
+        for handle in handles:
+            ray.kill(handle)
+    return jobs, writers.reports
+
+
+@contextlib.contextmanager
+def claude_endpoint(settings: Settings, notice: Notice) -> Iterator[tuple[Settings, str | None]]:
+    """The settings to reach Claude: as given, or pointing at a built-in emulator when no key is set."""
+    if not settings.uses_emulator:
+        yield settings, None
+        return
+    from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+
+    host = "127.0.0.1" if _local_only() else ray.util.get_node_ip_address()
+    with EmulatorServer(EmulatorConfig(processing_seconds=2.0), host=host) as server:
+        notice(
+            f"ANTHROPIC_API_KEY is not set: using the built-in Claude emulator at {server.base_url} "
+            "(it answers by simple rules from the page text)"
+        )
+        update = {"anthropic_base_url": server.base_url, "anthropic_api_key": SecretStr("emulator")}
+        yield settings.model_copy(update=update), server.base_url
+
+
+def _local_only() -> bool:
+    """True when every Ray node is this machine, so loopback reaches the emulator."""
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    return len({n.get("NodeManagerAddress") for n in nodes}) <= 1

@@ -1,0 +1,204 @@
+"""The Ray side: joining or starting Ray, the prepare tasks, the coordinator and writer actors.
+
+Everything here is a thin shell around plain classes (``ChunkPreparer``, ``BatchCoordinator``,
+``ResultWriter``) so the logic is tested without Ray and the shells stay readable in the dashboard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from typing import Any
+
+import ray
+
+from raybatch.actors.coordinator import BatchCoordinator
+from raybatch.actors.prepare import ChunkPreparer, ChunkSummary, PreparedChunk, memory_estimate
+from raybatch.actors.writer import ResultWriter, WriteReport
+from raybatch.errors import ConfigError
+from raybatch.metrics import Metrics
+from raybatch.models import JobRecord, Lease
+from raybatch.objects import open_store
+from raybatch.ocr import open_ocr
+from raybatch.settings import (
+    ClaudeSettings,
+    OcrSettings,
+    PrepareSettings,
+    Settings,
+    StateSettings,
+    StoreSettings,
+    WriterSettings,
+)
+from raybatch.sources import read_source
+from raybatch.state import SqlStateStore, open_state
+from raybatch.steps.chunk import ChunkPlan
+
+log = logging.getLogger(__name__)
+
+
+def connect(settings: Settings, *, dashboard: bool = True) -> bool:
+    """Join Ray (RAY_ADDRESS / RAY_ADDRESS setting / an initialised session) or start it locally.
+
+    Returns True when this call started a local Ray that the caller must shut down.
+    """
+    # OOM-killed tasks are retried forever unless this is bounded; attempts are also counted in the DB.
+    os.environ.setdefault("RAY_task_oom_retries", str(max(0, settings.prepare_max_attempts - 1)))
+    if ray.is_initialized():
+        return False
+    writers = settings.section(WriterSettings)
+    if settings.ray_address or os.environ.get("RAY_ADDRESS"):
+        ray.init(address=settings.ray_address, namespace=settings.ray_namespace, log_to_driver=False)
+        return False
+    ray.init(
+        address="local",
+        namespace=settings.ray_namespace,
+        resources={writers.result_resource: float(writers.max_concurrent_mb)},
+        include_dashboard=dashboard,
+        dashboard_host="127.0.0.1",
+        log_to_driver=False,
+    )
+    return True
+
+
+def _preparer(settings: Settings) -> tuple[ChunkPreparer, SqlStateStore]:
+    """One preparer per worker process: the OCR engine's models load once."""
+    key = settings.model_dump_json(include={"database_url", "ocr_engine", "vision_endpoint", "claude_model"})
+    cached = _WORKER_CACHE.get(key)
+    if cached is None:
+        state = open_state(settings.section(StateSettings))
+        ocr = open_ocr(settings.section(OcrSettings))
+        preparer = ChunkPreparer(
+            settings.section(PrepareSettings),
+            settings.section(ClaudeSettings),
+            settings.section(OcrSettings),
+            ocr,
+            cache=state,
+        )
+        cached = _WORKER_CACHE[key] = (preparer, state)
+    return cached
+
+
+_WORKER_CACHE: dict[str, tuple[ChunkPreparer, SqlStateStore]] = {}
+
+
+@ray.remote(max_retries=2)
+def load_source(settings: Settings, uri: str) -> bytes:
+    """Read a source's bytes into the object store, once per job."""
+    return read_source(uri, settings.section(StoreSettings))
+
+
+@ray.remote(max_retries=2, retry_exceptions=False)
+def prepare_chunk(
+    settings: Settings, job: JobRecord, plan: ChunkPlan, data: bytes
+) -> tuple[ChunkSummary, PreparedChunk]:
+    """Render, read and package one chunk."""
+    preparer, _ = _preparer(settings)
+    chunk = preparer.prepare(job, plan, data)
+    return chunk.summary(), chunk
+
+
+class RayPrepareTasks:
+    """Launches the prepare stage's tasks with readable names and honest memory requests."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = ray.put(settings)
+        self._cpus = 1.0 / settings.ocr_workers
+
+    def load(self, job: JobRecord) -> Any:
+        return load_source.options(name=f"load job_{job.id}").remote(self._settings, job.source_uri)
+
+    def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
+        options = {
+            "name": f"prepare job_{job.id} chunk_{plan.n}",
+            "memory": memory_estimate(job.size_bytes, len(plan.pages)),
+            "num_cpus": self._cpus,
+            "num_returns": 2,
+        }
+        summary, payload = prepare_chunk.options(**options).remote(self._settings, job, plan, source)
+        return summary, payload
+
+
+class CoordinatorActor:
+    """The BatchCoordinator as an async Ray actor: builds its ports inside the actor process."""
+
+    def __init__(self, settings: Settings) -> None:
+        state = open_state(settings.section(StateSettings))
+        self._coordinator = BatchCoordinator(
+            settings.section(ClaudeSettings), state, resolve=_await_ref, metrics=Metrics()
+        )
+
+    async def offer(self, job_id: int, chunks: dict[int, Any], mode: str, request_bytes: int) -> None:
+        await self._coordinator.offer(job_id, chunks, mode, request_bytes)
+
+    async def forget(self, job_ids: list[int]) -> None:
+        await self._coordinator.forget(job_ids)
+
+    async def flush(self, flush: bool = True) -> None:
+        await self._coordinator.flush(flush)
+
+    async def snapshot(self) -> Any:
+        return await self._coordinator.snapshot()
+
+    async def stop(self) -> None:
+        await self._coordinator.stop()
+
+
+async def _await_ref(ref: Any) -> Any:
+    return await ref
+
+
+def coordinator_name(settings: Settings) -> str:
+    """One coordinator per state database: the name carries a short hash of its URL."""
+    digest = hashlib.sha256(settings.database_url.encode()).hexdigest()[:8]
+    return f"BatchCoordinator-{digest}"
+
+
+def get_coordinator(settings: Settings) -> Any:
+    """The named coordinator for this database, created if it is not running."""
+    actor = ray.remote(CoordinatorActor).options(
+        name=coordinator_name(settings),
+        namespace=settings.ray_namespace,
+        get_if_exists=True,
+        max_restarts=-1,
+        max_task_retries=0,
+        max_concurrency=64,
+        num_cpus=0,
+    )
+    return actor.remote(settings)
+
+
+class WriterActor:
+    """A ResultWriter as a Ray actor holding its share of the writers' memory resource."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._writer = ResultWriter(
+            open_state(settings.section(StateSettings)),
+            open_store(settings.section(StoreSettings)),
+            sources=settings.section(StoreSettings),
+            prepare=settings.section(PrepareSettings),
+            claude=settings.section(ClaudeSettings),
+            metrics=Metrics(),
+        )
+
+    def write(self, lease: Lease) -> WriteReport:
+        return self._writer.write(lease)
+
+
+def start_writers(settings: Settings, run_id: str) -> list[Any]:
+    """RESULT_WORKERS writer actors, each reserving MAX_CONCURRENT_MB / RESULT_WORKERS of the resource."""
+    writers = settings.section(WriterSettings)
+    share = writers.max_concurrent_mb / writers.result_workers
+    if share <= 0:
+        raise ConfigError("MAX_CONCURRENT_MB must leave each writer a share")
+    actor = ray.remote(WriterActor)
+    return [
+        actor.options(
+            name=f"ResultWriter-{i}-{run_id}",
+            resources={writers.result_resource: share},
+            num_cpus=0,
+            max_restarts=-1,
+            max_task_retries=0,
+        ).remote(settings)
+        for i in range(writers.result_workers)
+    ]
