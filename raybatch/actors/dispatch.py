@@ -90,6 +90,12 @@ class WriterPool:
         self._metrics.writer_mb_in_flight(self.in_flight_mb)
         return finished
 
+    def drain(self, timeout: float = 60.0) -> list[WriteReport]:
+        """Wait for the writes still running (their jobs have ended) and collect their reports."""
+        if self._running:
+            ray.wait(list(self._running), num_returns=len(self._running), timeout=timeout)
+        return self._collect()
+
     def _admit(self, job: JobRecord, size_mb: float) -> None:
         leases = self._state.claim_jobs(
             worker_id=self._worker_id,

@@ -89,7 +89,7 @@ class Driver:
         while True:
             jobs = self._jobs()
             if all(j.status in TERMINAL_JOB_STATUSES for j in jobs):
-                self._call("flush", True)
+                self._documents += sum(r.documents for r in self._parts.writers.drain())
                 if on_progress is not None:
                     on_progress(self._progress(jobs))
                 return jobs

@@ -1,0 +1,233 @@
+"""``raybatch``: run, demo, status, pause, resume, cancel, eval, samples, emulator.
+
+Thin: parse arguments, build the settings once, configure logging, call the library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from raybatch.errors import ConfigError, RaybatchError
+from raybatch.settings import Settings, StateSettings, load_settings
+
+log = logging.getLogger("raybatch")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``raybatch`` command; returns the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except ConfigError as exc:
+        print(f"raybatch: {exc}", file=sys.stderr)
+        return 2
+    except RaybatchError as exc:
+        print(f"raybatch: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("raybatch: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """The settings: environment first, then the flags given on the command line."""
+    overrides = {
+        "database_url": getattr(args, "db", None),
+        "store": getattr(args, "store", None),
+        "processing_mode": getattr(args, "mode", None),
+        "result_workers": getattr(args, "result_workers", None),
+        "max_concurrent_mb": getattr(args, "max_concurrent_mb", None),
+        "batch_size": getattr(args, "batch_size", None),
+        "poll_interval": getattr(args, "poll_interval", None),
+        "ocr_engine": getattr(args, "ocr_engine", None),
+        "page_modality": getattr(args, "modality", None),
+    }
+    return load_settings(**overrides)
+
+
+# --- commands -------------------------------------------------------------------------------
+def cmd_run(args: argparse.Namespace) -> int:
+    from raybatch.commands import run_source
+
+    return run_source(
+        settings_from(args),
+        args.source,
+        force=args.force,
+        as_json=args.json,
+        progress=not args.quiet,
+        dashboard=not args.no_dashboard,
+    )
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from raybatch.commands import run_demo
+
+    out = Path(args.out)
+    overrides = {"raybatch_home": str(out)}
+    settings = load_settings(**overrides, **_flag_overrides(args))
+    return run_demo(
+        settings,
+        out,
+        bundles=args.bundles,
+        seed=args.seed,
+        progress=not args.quiet,
+        dashboard=not args.no_dashboard,
+    )
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from raybatch.commands import show_status
+
+    return show_status(settings_from(args), as_json=args.json, list_jobs=args.jobs)
+
+
+def cmd_pause(args: argparse.Namespace) -> int:
+    return _set_paused(args, True)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    return _set_paused(args, False)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from raybatch.commands import cancel_job
+
+    return cancel_job(settings_from(args), args.job)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from raybatch.commands import run_eval
+
+    truth = json.loads(Path(args.truth).read_text(encoding="utf-8"))
+    return run_eval(settings_from(args), truth, as_json=args.json)
+
+
+def cmd_samples(args: argparse.Namespace) -> int:
+    from raybatch.samples import write_samples
+
+    truth = write_samples(Path(args.out), bundles=args.bundles, seed=args.seed)
+    documents = sum(len(b["documents"]) for b in truth["bundles"])
+    print(f"wrote {len(truth['bundles'])} bundles ({documents} documents) and truth.json to {args.out}")
+    return 0
+
+
+def cmd_emulator(args: argparse.Namespace) -> int:
+    from raybatch.claude.emulator import config_from_arguments, serve
+
+    serve(args.host, args.port, config_from_arguments(args))
+    return 0
+
+
+def _set_paused(args: argparse.Namespace, paused: bool) -> int:
+    from raybatch.state import open_state
+
+    state = open_state(settings_from(args).section(StateSettings))
+    state.set_paused(paused)
+    print("paused: submissions and polls wait" if paused else "resumed")
+    return 0
+
+
+def _flag_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    names = {"db": "database_url", "store": "store", "mode": "processing_mode"}
+    return {field: getattr(args, flag) for flag, field in names.items() if getattr(args, flag, None)}
+
+
+# --- arguments ------------------------------------------------------------------------------
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="raybatch", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _run_parser(sub)
+    _demo_parser(sub)
+    for name, handler, text in (
+        ("status", cmd_status, "jobs by status, batches, tokens and cost"),
+        ("pause", cmd_pause, "hold submissions and polls (all runs on this database)"),
+        ("resume", cmd_resume, "let submissions and polls go on"),
+    ):
+        command = sub.add_parser(name, help=text)
+        _location_flags(command)
+        command.set_defaults(handler=handler)
+        if name == "status":
+            command.add_argument("--json", action="store_true", help="print one JSON object")
+            command.add_argument("--jobs", action="store_true", help="list every job")
+    cancel = sub.add_parser("cancel", help="cancel one job")
+    cancel.add_argument("job", type=int)
+    _location_flags(cancel)
+    cancel.set_defaults(handler=cmd_cancel)
+    _eval_parser(sub)
+    samples = sub.add_parser("samples", help="write a sample corpus with truth.json")
+    samples.add_argument("out")
+    samples.add_argument("--bundles", type=int, default=6)
+    samples.add_argument("--seed", type=int, default=7)
+    samples.set_defaults(handler=cmd_samples)
+    _emulator_parser(sub)
+    return parser
+
+
+def _location_flags(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--db", help="state database URL (DATABASE_URL)")
+    command.add_argument("--store", help="output folder or s3://bucket/prefix (STORE)")
+
+
+def _run_parser(sub: Any) -> None:
+    run = sub.add_parser("run", help="process every PDF or image under SOURCE")
+    run.add_argument("source", help="a folder, a file, or s3://bucket/prefix")
+    _location_flags(run)
+    run.add_argument("--mode", choices=["batch", "sync"], help="PROCESSING_MODE for these jobs")
+    run.add_argument("--force", action="store_true", help="new jobs even for files seen before")
+    run.add_argument("--result-workers", type=int, help="RESULT_WORKERS")
+    run.add_argument("--max-concurrent-mb", type=int, help="MAX_CONCURRENT_MB")
+    run.add_argument("--batch-size", type=int, help="BATCH_SIZE: jobs per submit pass")
+    run.add_argument("--poll-interval", type=float, help="POLL_INTERVAL seconds")
+    run.add_argument("--ocr-engine", choices=["auto", "rapidocr", "tesseract", "vision", "none"])
+    run.add_argument("--modality", choices=["images", "adaptive", "text"], help="PAGE_MODALITY")
+    run.add_argument("--json", action="store_true", help="print a JSON summary at the end")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")
+    run.set_defaults(handler=cmd_run)
+
+
+def _demo_parser(sub: Any) -> None:
+    demo = sub.add_parser("demo", help="write the sample corpus, process it, score the split")
+    demo.add_argument("--out", default="raybatch-data/demo", help="folder for samples, store and state")
+    demo.add_argument("--bundles", type=int, default=6)
+    demo.add_argument("--seed", type=int, default=7)
+    _location_flags(demo)
+    demo.add_argument("--mode", choices=["batch", "sync"])
+    demo.add_argument("--quiet", action="store_true", help="no progress bars")
+    demo.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")
+    demo.set_defaults(handler=cmd_demo)
+
+
+def _eval_parser(sub: Any) -> None:
+    command = sub.add_parser("eval", help="score the documents found against a truth.json")
+    command.add_argument("--truth", required=True)
+    _location_flags(command)
+    command.add_argument("--json", action="store_true", help="print one JSON object")
+    command.set_defaults(handler=cmd_eval)
+
+
+def _emulator_parser(sub: Any) -> None:
+    from raybatch.claude.emulator import add_emulator_arguments
+
+    command = sub.add_parser("emulator", help="serve the Anthropic API emulator")
+    command.add_argument("--host", default="127.0.0.1")
+    command.add_argument("--port", type=int, default=8765)
+    add_emulator_arguments(command)
+    command.set_defaults(handler=cmd_emulator)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

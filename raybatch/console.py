@@ -1,0 +1,116 @@
+"""What the CLI shows: progress bars while a run works, tables and figures when it ends."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from raybatch.actors.driver import Progress as RunProgress
+from raybatch.models import DocumentRecord
+from raybatch.report import EVAL_KEYS
+
+console = Console(stderr=False)
+errors = Console(stderr=True)
+
+
+class ProgressBars:
+    """Two bars (jobs ended, pages prepared) and a status line, redrawn on every tick."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self._bars = Progress(
+            TextColumn("{task.description:<8}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[detail]}"),
+            TimeElapsedColumn(),
+            console=errors,
+            disable=not enabled,
+            transient=False,
+        )
+        self._jobs = self._bars.add_task("jobs", total=None, detail="")
+        self._pages = self._bars.add_task("pages", total=None, detail="")
+
+    def __enter__(self) -> ProgressBars:
+        self._bars.start()
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self._bars.stop()
+
+    def update(self, progress: RunProgress) -> None:
+        """Take one progress snapshot from the driver."""
+        stages = ", ".join(f"{name} {count}" for name, count in sorted(progress.by_status.items()))
+        paused = " [paused]" if progress.paused else ""
+        self._bars.update(self._jobs, total=progress.total, completed=progress.done, detail=stages + paused)
+        detail = (
+            f"batches {progress.active_batches}, writers {progress.writer_mb:.0f} MB, "
+            f"docs {progress.documents}"
+        )
+        self._bars.update(
+            self._pages, total=progress.pages_total or None, completed=progress.pages_prepared, detail=detail
+        )
+
+
+def status_table(summary: Mapping[str, Any]) -> Table:
+    """``raybatch status`` as a table."""
+    table = Table(title="raybatch status", show_header=True)
+    table.add_column("status")
+    table.add_column("jobs", justify="right")
+    for status, count in summary["by_status"].items():
+        table.add_row(status, str(count))
+    table.add_section()
+    for name in ("jobs", "pages", "documents", "active_batches", "input_tokens", "output_tokens"):
+        table.add_row(name.replace("_", " "), f"{summary[name]:,}")
+    table.add_row("estimated cost", f"${summary['estimated_cost_usd']:.4f}")
+    table.add_row("paused", "yes" if summary["paused"] else "no")
+    return table
+
+
+def documents_table(by_file: Mapping[str, Sequence[DocumentRecord]]) -> Table:
+    """Documents found, counted by source file and type."""
+    types = sorted({d.doc_type for docs in by_file.values() for d in docs})
+    table = Table(title="documents found", show_header=True)
+    table.add_column("file")
+    for name in types:
+        table.add_column(name, justify="right")
+    table.add_column("total", justify="right")
+    for file, docs in by_file.items():
+        counts = Counter(d.doc_type for d in docs)
+        table.add_row(file, *(str(counts.get(t, 0)) for t in types), str(len(docs)))
+    return table
+
+
+def evaluation_table(figures: Mapping[str, Any]) -> Table:
+    """The split-accuracy figures of ``raybatch eval``."""
+    table = Table(title="split accuracy against the truth", show_header=True)
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for key in EVAL_KEYS:
+        value = figures.get(key)
+        table.add_row(key.replace("_", " "), f"{value:.3f}" if isinstance(value, float) else str(value))
+    return table
+
+
+def failures_table(failed: Iterable[tuple[int, str, str]]) -> Table:
+    """Failed jobs with their reasons."""
+    table = Table(title="failed jobs", show_header=True)
+    table.add_column("job", justify="right")
+    table.add_column("file")
+    table.add_column("reason")
+    for job_id, name, reason in failed:
+        table.add_row(str(job_id), name, reason)
+    return table
+
+
+def print_json(value: Any) -> None:
+    """One JSON object on one line (for scripts)."""
+    console.print_json(json.dumps(value, default=str)) if console.is_terminal else print(
+        json.dumps(value, default=str)
+    )

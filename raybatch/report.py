@@ -1,0 +1,79 @@
+"""Reports read from the state store: status counts, documents by source file, evaluation, failures.
+
+Shared by the CLI, the job entrypoint and notebooks, so each shows the same figures.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from raybatch.evaluate import evaluate
+from raybatch.models import DocumentRecord, JobRecord, JobStatus, Usage
+from raybatch.state.port import StateStore
+from raybatch.steps.manifest import estimate_cost_usd, total_usage
+
+EVAL_KEYS = (
+    "boundary_f1",
+    "boundary_precision",
+    "boundary_recall",
+    "type_accuracy",
+    "documents_expected",
+    "documents_found",
+    "over_splits",
+    "under_splits",
+)
+
+
+def status_summary(state: StateStore, job_ids: Iterable[int] | None = None) -> dict[str, Any]:
+    """Jobs by status, documents, batches in flight, tokens and estimated cost, the pause flag."""
+    jobs = state.get_jobs(job_ids) if job_ids is not None else state.list_jobs()
+    wanted = {j.id for j in jobs}
+    usage = state.usage_totals() if job_ids is None else _usage_of(state, wanted)
+    batch_share = sum(1 for j in jobs if j.mode == "batch") / len(jobs) if jobs else 1.0
+    cost = batch_share * estimate_cost_usd(usage, batch=True)
+    cost += (1 - batch_share) * estimate_cost_usd(usage, batch=False)
+    counts = Counter(j.status.value for j in jobs)
+    return {
+        "jobs": len(jobs),
+        "by_status": {s.value: counts.get(s.value, 0) for s in JobStatus},
+        "pages": sum(j.pages or 0 for j in jobs),
+        "documents": sum(1 for d in state.list_documents() if d.job_id in wanted),
+        "active_batches": len(state.active_batches()),
+        "paused": state.is_paused(),
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "estimated_cost_usd": round(cost, 6),
+    }
+
+
+def documents_by_file(
+    state: StateStore, jobs: Iterable[JobRecord] | None = None
+) -> dict[str, list[DocumentRecord]]:
+    """Each source file's documents (by the name the file had), newest job per name."""
+    chosen = list(jobs) if jobs is not None else state.list_jobs()
+    by_name: dict[str, JobRecord] = {}
+    for job in sorted(chosen, key=lambda j: j.id):
+        by_name[job.source_name] = job
+    return {name: state.list_documents(job.id) for name, job in sorted(by_name.items())}
+
+
+def evaluate_run(state: StateStore, truth: Mapping[str, Any]) -> dict[str, Any]:
+    """Split accuracy of what the store holds against a sample corpus's truth."""
+    files = {b["file"] for b in truth["bundles"]}
+    jobs = [j for j in state.list_jobs() if j.source_name in files]
+    return evaluate(truth, documents_by_file(state, jobs))
+
+
+def failures(jobs: Iterable[JobRecord]) -> list[tuple[int, str, str]]:
+    """(job id, file name, reason) of every failed job."""
+    return [
+        (j.id, j.source_name, f"{j.error_class or 'Error'}: {j.error_message or 'failed'}")
+        for j in jobs
+        if j.status is JobStatus.FAILED
+    ]
+
+
+def _usage_of(state: StateStore, job_ids: set[int]) -> Usage:
+    return total_usage([state.usage_totals(job_id) for job_id in sorted(job_ids)])
