@@ -184,8 +184,7 @@ class BatchCoordinator:
             await self._io(self._state.mark_batch_lost, record.id)
             log.info("recovery: batch intent %d was never created", record.id)
             return
-        custom_ids = await self._io(self._state.batch_chunks, record.id)
-        await self._attach(record.id, found, custom_ids)
+        await self._attach(record.id, found)
         log.info("recovery: batch intent %d adopted as %s", record.id, found.id)
 
     def _known_batch_ids(self) -> set[str]:
@@ -204,6 +203,7 @@ class BatchCoordinator:
         batch = [r for r in requests if r.job_id not in sync_ids]
         if sync:
             await self._start_sync(sync)
+            self._metrics.sync_sent(len(sync))
         if batch:
             await self._submit_batches(batch)
         await self._settle({o.job_id for o in offers})
@@ -265,14 +265,14 @@ class BatchCoordinator:
         except BaseException:
             await self._io(self._state.mark_batch_lost, intent_id)
             raise
-        await self._attach(intent_id, batch, custom_ids)
+        await self._attach(intent_id, batch)
         self._metrics.batch_created(len(group), size)
         log.info("batch %s created: %d requests, %.1f MB", batch.id, len(group), size / 1e6)
 
-    async def _attach(self, intent_id: int, batch: BatchState, custom_ids: Sequence[str]) -> None:
+    async def _attach(self, intent_id: int, batch: BatchState) -> None:
+        """Record the created batch; its chunks become submitted in the same transaction."""
         raw = json.dumps(dict(batch.raw), default=str)
         await self._io(self._state.attach_batch, intent_id, batch.id, BatchStatus.IN_PROGRESS, raw)
-        await self._io(self._state.mark_chunks_submitted, custom_ids, batch.id)
 
     # --- synchronous (urgent) jobs --------------------------------------------------------
     async def _start_sync(self, requests: Sequence[PreparedRequest]) -> None:
@@ -301,7 +301,9 @@ class BatchCoordinator:
     # --- poll phase -----------------------------------------------------------------------
     async def _poll_phase(self) -> bool:
         moved = False
-        for record in await self._io(self._state.active_batches):
+        active = await self._io(self._state.active_batches)
+        self._metrics.batches_in_flight(len(active))
+        for record in active:
             if record.anthropic_id is None or record.status is BatchStatus.CREATING:
                 continue
             moved = await self._poll_batch(record) or moved

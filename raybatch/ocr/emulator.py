@@ -4,7 +4,8 @@ The real google-cloud-vision client talks to it (REST transport, ``api_endpoint=
 anonymous credentials). It reads each image with a local engine, answers with Vision's
 ``fullTextAnnotation`` / ``textAnnotations`` (vertex order carrying the page's orientation), keeps
 Vision's limits (16 images, 10 MB a request), and injects faults: latency, 429, 503, malformed
-bodies, by count (the next N requests) or by share (a seeded random fraction), changeable while it runs.
+bodies, per-image errors, by count (the next N) or by share (a seeded random fraction), changeable
+while it runs.
 
     with VisionEmulator() as emulator:
         GoogleVisionOcr(endpoint=emulator.url).read(pages)
@@ -44,6 +45,7 @@ class VisionFaults:
     rate_limited: int = 0  # next N requests answer 429
     unavailable: int = 0  # next N requests answer 503
     malformed: int = 0  # next N requests answer 200 with a body that is not JSON
+    image_unavailable: int = 0  # next N images answer a per-image UNAVAILABLE error inside a 200
     rate_limited_share: float = 0.0
     unavailable_share: float = 0.0
     malformed_share: float = 0.0
@@ -168,6 +170,10 @@ class VisionEmulator:
         return None
 
     def _annotate(self, n: int, request: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            if self.faults.image_unavailable > 0:
+                self.faults.image_unavailable -= 1
+                return {"error": {"code": 14, "message": "The service is currently unavailable."}}
         wanted = {f.get("type") for f in request.get("features", [])}
         try:
             raw = base64.b64decode(request.get("image", {}).get("content", ""), validate=True)

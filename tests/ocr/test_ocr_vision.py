@@ -106,6 +106,18 @@ def test_a_fault_that_persists_exhausts_the_budget_with_a_clear_reason(
     assert len(slept) == 2
 
 
+def test_a_per_image_transient_error_retries_only_that_image(
+    emulator: VisionEmulator, slept: list[float]
+) -> None:
+    emulator.set_faults(image_unavailable=1)
+
+    texts = vision(emulator, slept).read([labelled_page(n, f"p{n}") for n in (1, 2, 3)])
+
+    assert [t.text for t in texts] == ["p1", "p2", "p3"]
+    assert emulator.images_per_request == [3, 1]
+    assert slept == [1.0]
+
+
 def test_latency_past_the_timeout_is_a_transient_failure(
     emulator: VisionEmulator, slept: list[float]
 ) -> None:
