@@ -77,8 +77,10 @@ class BatchCoordinator:
         resolve: Callable[[Any], Awaitable[Any]] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         metrics: Metrics | None = None,
+        autostart: bool = True,
     ) -> None:
         self._claude = claude
+        self._autostart = autostart  # False: the caller drives ``step`` itself (tests)
         self._state = state
         self._batches = batches or AnthropicBatchClient(claude)
         self._messages = messages or AnthropicMessageClient(claude)
@@ -139,6 +141,8 @@ class BatchCoordinator:
 
     # --- the loop -------------------------------------------------------------------------
     def _ensure_running(self) -> None:
+        if not self._autostart:
+            return
         if self._loop_task is None or self._loop_task.done():
             self._loop_task = asyncio.get_running_loop().create_task(self._run(), name="coordinator-loop")
 

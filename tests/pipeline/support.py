@@ -1,0 +1,75 @@
+"""Builders shared by the pipeline tests: jobs with prepared chunks made from the sample plan's text."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from PIL import Image
+
+from raybatch.actors.prepare import PreparedChunk
+from raybatch.ids import sha256_bytes
+from raybatch.models import ChunkStatus, JobStatus, PageText, RenderedPage, SourceKind
+from raybatch.samples import plan_corpus
+from raybatch.settings import Modality
+from raybatch.state import SqlStateStore
+from raybatch.steps.build_requests import build_request
+from raybatch.steps.chunk import plan_chunks
+
+_BLANK = io.BytesIO()
+Image.new("RGB", (32, 45), "white").save(_BLANK, format="JPEG")
+
+
+@dataclass
+class PreparedJob:
+    """A registered job whose chunks are saved as prepared, with their payloads."""
+
+    job_id: int
+    chunks: dict[int, PreparedChunk]
+
+    @property
+    def request_bytes(self) -> int:
+        return sum(c.request.encoded_size for c in self.chunks.values())
+
+
+def bundle_texts(bundle: int = 0, seed: int = 7) -> list[str]:
+    """The printed text of every page of one planned sample bundle."""
+    plan = plan_corpus(max(bundle + 1, 2), seed)
+    return [page.text for doc in plan.bundles[bundle].documents for page in doc.pages]
+
+
+def prepared_job(
+    state: SqlStateStore, texts: Sequence[str], *, name: str, mode: str = "batch"
+) -> PreparedJob:
+    """Register a job for ``texts`` and save its chunks as prepared (text-only requests)."""
+    sha = sha256_bytes(f"{name}:{len(texts)}".encode())
+    job, _ = state.register_job(
+        sha256=sha,
+        source_uri=f"file:///{name}",
+        source_name=name,
+        kind=SourceKind.PDF,
+        size_bytes=1000,
+        mode=mode,
+    )
+    state.transition(job.id, [JobStatus.PENDING], JobStatus.PREPARED, pages=len(texts))
+    chunks: dict[int, PreparedChunk] = {}
+    for plan in plan_chunks(len(texts)):
+        pages = [
+            RenderedPage(p, _BLANK.getvalue(), "image/jpeg", 32, 45, PageText(p, texts[p - 1], "layer"))
+            for p in plan.pages
+        ]
+        request = build_request(
+            job.id,
+            plan.n,
+            sha,
+            pages,
+            model="claude-test",
+            max_tokens=4096,
+            modality=Modality.TEXT,
+            min_confidence=0.8,
+        )
+        chunks[plan.n] = PreparedChunk(request, {p: 0 for p in plan.pages})
+    state.save_chunks(job.id, [c.record() for c in chunks.values()])
+    assert {c.status for c in state.get_chunks(job.id)} == {ChunkStatus.PREPARED}
+    return PreparedJob(job.id, chunks)
