@@ -21,7 +21,7 @@ import ray
 from pydantic import SecretStr
 
 from raybatch.actors.dispatch import WriterPool
-from raybatch.actors.driver import LEASE_SECONDS, Driver, DriverParts, Progress
+from raybatch.actors.driver import Driver, DriverParts, Progress
 from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.actors.writer import WriteReport
 from raybatch.models import JobRecord, JobStatus
@@ -103,7 +103,7 @@ def _drive(
         worker_id=worker_id,
         max_in_flight=settings.prepare_in_flight or 2 * int(ray.cluster_resources().get("CPU", 1)),
         max_backlog_bytes=2 * megabytes(settings.batch_max_mb),
-        lease_seconds=LEASE_SECONDS,
+        lease_seconds=settings.lease_seconds,
         max_attempts=settings.prepare_max_attempts,
     )
     handles = start_writers(settings, run_id)
@@ -112,12 +112,12 @@ def _drive(
         state,
         budget_mb=settings.max_concurrent_mb,
         worker_id=worker_id,
-        lease_seconds=LEASE_SECONDS,
+        lease_seconds=settings.lease_seconds,
         max_attempts=settings.max_attempts,
     )
     parts = DriverParts(scheduler, writers, coordinator=lambda: get_coordinator(settings), call=ray.get)
     try:
-        jobs = Driver(state, job_ids, parts).run(on_progress)
+        jobs = Driver(state, job_ids, parts, lease_seconds=settings.lease_seconds).run(on_progress)
     finally:
         for handle in handles:
             ray.kill(handle)

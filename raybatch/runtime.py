@@ -178,6 +178,7 @@ class WriterActor:
             sources=settings.section(StoreSettings),
             prepare=settings.section(PrepareSettings),
             claude=settings.section(ClaudeSettings),
+            lease_seconds=settings.lease_seconds,
             metrics=Metrics(),
         )
 

@@ -92,9 +92,10 @@ class OcrSettings(_Section):
 
 
 class StateSettings(_Section):
-    """The state database."""
+    """The state database, and how long claimed work stays owned without a renewal."""
 
     database_url: str = ""
+    lease_seconds: float = Field(60.0, ge=2.0, description="a dead driver's jobs are taken back after this")
 
 
 class StoreSettings(_Section):

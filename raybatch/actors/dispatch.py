@@ -78,9 +78,11 @@ class WriterPool:
             running.lease = leases.get(running.lease.job_id, running.lease)
 
     def tick(self, answered: Sequence[JobRecord]) -> list[WriteReport]:
-        """Collect finished writes, then admit answered jobs in order while the budget allows."""
+        """Collect finished writes, then admit jobs in order while the budget allows: answered ones,
+        and ones a dead driver was writing (their expired lease lets the claim through)."""
         finished = self._collect()
-        for job in sorted(answered, key=lambda j: j.id):
+        mine = {r.lease.job_id for r in self._running.values()}
+        for job in sorted((j for j in answered if j.id not in mine), key=lambda j: j.id):
             if not self._idle:
                 break
             size_mb = job.size_bytes / MB

@@ -25,8 +25,6 @@ from raybatch.state.port import StateStore
 
 log = logging.getLogger(__name__)
 
-RENEW_EVERY = 10.0  # seconds between lease renewals; leases last LEASE_SECONDS
-LEASE_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -67,6 +65,7 @@ class Driver:
         job_ids: Sequence[int],
         parts: DriverParts,
         *,
+        lease_seconds: float = 60.0,
         tick_seconds: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
@@ -74,6 +73,7 @@ class Driver:
         self._state = state
         self._job_ids = list(dict.fromkeys(job_ids))
         self._parts = parts
+        self._lease_seconds = lease_seconds
         self._tick_seconds = tick_seconds
         self._sleep = sleep
         self._monotonic = monotonic
@@ -101,13 +101,16 @@ class Driver:
     def _tick(self, jobs: list[JobRecord]) -> None:
         by_status = _group(jobs)
         self._reoffer_or_reprepare(by_status.get(JobStatus.PREPARED, []))
-        self._parts.scheduler.claim(j.id for j in by_status.get(JobStatus.PENDING, []))
+        # Pending jobs, and jobs a dead driver was preparing (claimed once its lease expired).
+        unclaimed = by_status.get(JobStatus.PENDING, []) + by_status.get(JobStatus.PREPARING, [])
+        self._parts.scheduler.claim(j.id for j in unclaimed if not self._parts.scheduler.holds(j.id))
         self._snapshot = self._call("snapshot")
         backlog = self._snapshot.pending_bytes if self._snapshot else 0
         for ready in self._parts.scheduler.tick(backlog):
             self._offer(ready)
         self._call("flush", self._parts.scheduler.idle)
-        for report in self._parts.writers.tick(by_status.get(JobStatus.ANSWERED, [])):
+        writable = by_status.get(JobStatus.ANSWERED, []) + by_status.get(JobStatus.WRITING, [])
+        for report in self._parts.writers.tick(writable):
             self._documents += report.documents
             if report.error:
                 log.warning("job %d: %s", report.job_id, report.error)
@@ -152,14 +155,15 @@ class Driver:
 
     # --- leases and progress --------------------------------------------------------------
     def _renew_leases(self) -> None:
-        if self._monotonic() - self._last_renew < RENEW_EVERY:
+        if self._monotonic() - self._last_renew < self._lease_seconds / 4:
             return
         self._last_renew = self._monotonic()
-        self._parts.scheduler.renewed(lambda lease: self._state.renew_lease(lease, LEASE_SECONDS))
+        seconds = self._lease_seconds
+        self._parts.scheduler.renewed(lambda lease: self._state.renew_lease(lease, seconds))
         renewed: dict[int, Lease] = {}
         for lease in self._parts.writers.leases:
             try:
-                renewed[lease.job_id] = self._state.renew_lease(lease, LEASE_SECONDS)
+                renewed[lease.job_id] = self._state.renew_lease(lease, seconds)
             except RaybatchError as exc:
                 log.warning("job %d: write lease lost: %s", lease.job_id, exc)
         self._parts.writers.renewed(renewed)

@@ -100,6 +100,10 @@ class PrepareScheduler:
     def leases(self) -> list[Lease]:
         return [prep.lease for prep in self._jobs.values()]
 
+    def holds(self, job_id: int) -> bool:
+        """True while this scheduler prepares the job."""
+        return job_id in self._jobs
+
     def claim(self, job_ids: Iterable[int]) -> int:
         """Claim the pending jobs among ``job_ids`` and queue their chunks; how many were claimed."""
         leases = self._state.claim_jobs(

@@ -28,7 +28,8 @@ from raybatch.samples.truth import TruthBundle
 _LOOKALIKES = str.maketrans("авекмнорстухі", "abekmhopctyxi")
 _NUMBER = r"[a-z]{1,3}-\d{2,4}-\d{3,4}(?!\d)"
 _NUMBER_RE = re.compile(rf"\b{_NUMBER}")
-_REFERENCE_RE = re.compile(r"\bd-\d{4}-\d{3}(?!\d)")
+# OCR reads the reference's "D" as 0 or O now and then; the digits after it are what matter.
+_REFERENCE_RE = re.compile(r"\b[d0o]-\d{4}-\d{3}(?!\d)")
 _FOOTER_RE = re.compile(
     rf"\b(?P<num>{_NUMBER})\W*(?:[^\W\d_]+\.?\s*)?(?P<k>\d{{1,3}})\s*(?:/|[^\W\d_]{{1,3}})\s*(?P<n>\d{{1,3}})\b"
 )
@@ -202,9 +203,10 @@ def describe(part: Part) -> FoundDocument:
     title = None if part.continued else part.pages[0].title
     labels = read_labels(start_text)
     amount, currency = parse_amount(labels.get("amount", ""))
-    reference = _first(_REFERENCE_RE, labels.get("reference", "")) or _first(
+    found = _first(_REFERENCE_RE, labels.get("reference", "")) or _first(
         _REFERENCE_RE, "\n".join(p.text for p in part.pages)
     )
+    reference = f"D{found[1:]}" if found else None
     return FoundDocument(
         first_page=part.pages[0].page,
         last_page=part.pages[-1].page,

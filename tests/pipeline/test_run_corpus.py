@@ -1,0 +1,109 @@
+"""The whole job on the sample corpus: local Ray, SQLite, a local folder, the emulator via the real SDK."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pymupdf
+import pytest
+from conftest import run_settings
+
+from raybatch.models import JobStatus
+from raybatch.objects import LocalObjectStore
+from raybatch.pipeline import RunReport, run
+from raybatch.report import documents_by_file, evaluate_run
+from raybatch.samples import write_samples
+from raybatch.settings import Settings, StateSettings
+from raybatch.state import SqlStateStore, open_state
+from raybatch.steps.render import text_layer
+from raybatch.steps.table import read_documents_table
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+@dataclass
+class CorpusRun:
+    settings: Settings
+    truth: dict
+    report: RunReport
+    state: SqlStateStore
+    store: LocalObjectStore
+
+
+@pytest.fixture(scope="module")
+def corpus_run(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> CorpusRun:
+    """The default sample corpus (6 bundles, scans and rotations included), run once with OCR."""
+    home = tmp_path_factory.mktemp("corpus")
+    truth = write_samples(home / "samples", bundles=6, seed=7)
+    settings = run_settings(home)  # no API key: the pipeline starts its own emulator
+    notices: list[str] = []
+    report = run(settings, str(home / "samples"), notice=notices.append)
+    assert any("emulator" in n for n in notices), "the run must say it uses the emulator"
+    state = open_state(settings.section(StateSettings))
+    return CorpusRun(settings, truth, report, state, LocalObjectStore(settings.store))
+
+
+def test_every_job_completes_and_the_split_is_exact(corpus_run: CorpusRun) -> None:
+    assert corpus_run.report.ok
+    assert {j.status for j in corpus_run.report.jobs} == {JobStatus.COMPLETED}
+    figures = evaluate_run(corpus_run.state, corpus_run.truth)
+    assert figures["boundary_f1"] == 1.0
+    assert figures["type_accuracy"] == 1.0
+    assert figures["documents_found"] == figures["documents_expected"] == 83
+
+
+def test_every_document_has_its_pdf_thumbnail_row_and_manifest(corpus_run: CorpusRun) -> None:
+    store, state = corpus_run.store, corpus_run.state
+    rows = state.list_documents()
+    expected = {k for d in rows for k in (d.pdf_key, d.thumb_key)}
+    listed = {k for k in store.list("jobs/") if "/documents/" in k}
+    assert listed == expected  # objects and rows agree: nothing missing, nothing extra
+    for doc in rows:
+        with pymupdf.open("pdf", store.get(doc.pdf_key)) as pdf:
+            assert pdf.page_count == doc.last_page - doc.first_page + 1
+        assert store.get(doc.thumb_key)[8:12] == b"WEBP"
+    for job in corpus_run.report.jobs:
+        manifest = json.loads(store.get(f"jobs/{job.id}/manifest.json"))
+        assert len(manifest["documents"]) == len(state.list_documents(job.id))
+    table = read_documents_table(Path(corpus_run.settings.store) / "tables" / "documents")
+    assert table.num_rows == len(rows)
+
+
+def test_documents_group_like_the_truth(corpus_run: CorpusRun) -> None:
+    truth_groups = {frozenset(map(tuple, g["documents"])) for g in corpus_run.truth["groups"]}
+    by_file = documents_by_file(corpus_run.state, corpus_run.report.jobs)
+    found: dict[str, set[tuple[str, int]]] = {}
+    for file, docs in by_file.items():
+        for doc in docs:
+            if doc.group_key:
+                found.setdefault(doc.group_key, set()).add((file, doc.index))
+    assert {frozenset(members) for members in found.values()} == truth_groups
+
+
+def test_sliced_pages_are_upright(corpus_run: CorpusRun) -> None:
+    """Rotated scans and rotated digital pages come out upright in their documents."""
+    by_file = documents_by_file(corpus_run.state, corpus_run.report.jobs)
+    checked = 0
+    for bundle in corpus_run.truth["bundles"]:
+        turns = {p["page"]: p["rotation"] for p in bundle["page_info"]}
+        scanned = {p["page"] for p in bundle["page_info"] if p["scanned"]}
+        for doc in by_file[bundle["file"]]:
+            with pymupdf.open("pdf", corpus_run.store.get(doc.pdf_key)) as pdf:
+                for offset, page in enumerate(pdf):
+                    number = doc.first_page + offset
+                    assert page.rotation == turns[number], (bundle["file"], number)
+                    if number not in scanned and turns[number]:
+                        assert text_layer(page).rotation == 0  # reads left to right once shown
+                    checked += bool(turns[number])
+    assert checked >= 20
+
+
+def test_a_second_run_finds_the_same_jobs_and_rewrites_nothing_new(corpus_run: CorpusRun) -> None:
+    before = sorted(corpus_run.store.list(""))
+    rows = corpus_run.state.list_documents()
+    again = run(corpus_run.settings, str(Path(corpus_run.settings.raybatch_home) / "samples"))
+    assert [j.id for j in again.jobs] == [j.id for j in corpus_run.report.jobs]
+    assert sorted(corpus_run.store.list("")) == before
+    assert corpus_run.state.list_documents() == rows
