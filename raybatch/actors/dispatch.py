@@ -8,7 +8,7 @@ runs, alone. Jobs are taken in order: a large job is never starved by smaller on
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,8 +49,11 @@ class WriterPool:
         lease_seconds: float,
         max_attempts: int,
         metrics: Metrics | None = None,
+        wait: Callable[..., tuple[list[Any], list[Any]]] = ray.wait,
+        get: Callable[[Any], Any] = ray.get,
     ) -> None:
         self._idle = list(writers)
+        self._wait, self._get = wait, get
         self._state = state
         self._budget_mb = budget_mb
         self._worker_id = worker_id
@@ -95,7 +98,7 @@ class WriterPool:
     def drain(self, timeout: float = 60.0) -> list[WriteReport]:
         """Wait for the writes still running (their jobs have ended) and collect their reports."""
         if self._running:
-            ray.wait(list(self._running), num_returns=len(self._running), timeout=timeout)
+            self._wait(list(self._running), num_returns=len(self._running), timeout=timeout)
         return self._collect()
 
     def _admit(self, job: JobRecord, size_mb: float) -> None:
@@ -120,13 +123,13 @@ class WriterPool:
     def _collect(self) -> list[WriteReport]:
         if not self._running:
             return []
-        done, _ = ray.wait(list(self._running), num_returns=len(self._running), timeout=0)
+        done, _ = self._wait(list(self._running), num_returns=len(self._running), timeout=0)
         finished = []
         for ref in done:
             running = self._running.pop(ref)
             self._idle.append(running.writer)
             try:
-                report: WriteReport = ray.get(ref)
+                report: WriteReport = self._get(ref)
             except RayError as exc:  # the writer process died: the job goes back to be written again
                 log.warning("writer died on job %d: %s", running.lease.job_id, error_class(exc))
                 self._release(running.lease)

@@ -76,8 +76,11 @@ class PrepareScheduler:
         lease_seconds: float,
         max_attempts: int,
         metrics: Metrics | None = None,
+        wait: Callable[..., tuple[list[Any], list[Any]]] = ray.wait,
+        get: Callable[[Any], Any] = ray.get,
     ) -> None:
         self._state = state
+        self._wait, self._get = wait, get
         self._tasks = tasks
         self._worker_id = worker_id
         self._max_in_flight = max(1, max_in_flight)
@@ -171,14 +174,14 @@ class PrepareScheduler:
     def _collect(self) -> list[ReadyJob]:
         if not self._in_flight:
             return []
-        done, _ = ray.wait(list(self._in_flight), num_returns=len(self._in_flight), timeout=0)
+        done, _ = self._wait(list(self._in_flight), num_returns=len(self._in_flight), timeout=0)
         ready: list[ReadyJob] = []
         for ref in done:
             job_id, n, payload = self._in_flight.pop(ref)
             if job_id not in self._jobs:
                 continue  # the job failed or was dropped meanwhile
             try:
-                summary: ChunkSummary = ray.get(ref)
+                summary: ChunkSummary = self._get(ref)
             except RayError as exc:
                 self._fail(job_id, exc)
                 continue

@@ -3,46 +3,19 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pymupdf
 import pytest
-from conftest import run_settings
+from conftest import CorpusRun
 
 from raybatch.models import JobStatus
-from raybatch.objects import LocalObjectStore
-from raybatch.pipeline import RunReport, run
+from raybatch.pipeline import run
 from raybatch.report import documents_by_file, evaluate_run
-from raybatch.samples import write_samples
-from raybatch.settings import Settings, StateSettings
-from raybatch.state import SqlStateStore, open_state
 from raybatch.steps.render import text_layer
 from raybatch.steps.table import read_documents_table
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
-
-
-@dataclass
-class CorpusRun:
-    settings: Settings
-    truth: dict
-    report: RunReport
-    state: SqlStateStore
-    store: LocalObjectStore
-
-
-@pytest.fixture(scope="module")
-def corpus_run(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> CorpusRun:
-    """The default sample corpus (6 bundles, scans and rotations included), run once with OCR."""
-    home = tmp_path_factory.mktemp("corpus")
-    truth = write_samples(home / "samples", bundles=6, seed=7)
-    settings = run_settings(home)  # no API key: the pipeline starts its own emulator
-    notices: list[str] = []
-    report = run(settings, str(home / "samples"), notice=notices.append)
-    assert any("emulator" in n for n in notices), "the run must say it uses the emulator"
-    state = open_state(settings.section(StateSettings))
-    return CorpusRun(settings, truth, report, state, LocalObjectStore(settings.store))
 
 
 def test_every_job_completes_and_the_split_is_exact(corpus_run: CorpusRun) -> None:

@@ -1,0 +1,128 @@
+"""WriterPool admission: MB in flight never passes MAX_CONCURRENT_MB, except one oversize job alone."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from raybatch.actors.dispatch import WriterPool, admissible
+from raybatch.actors.writer import MB, WriteReport
+from raybatch.ids import sha256_bytes
+from raybatch.models import JobStatus, Lease, SourceKind
+from raybatch.settings import StateSettings
+from raybatch.state import SqlStateStore, open_state
+
+
+class FakeWriter:
+    """Stands in for a writer actor handle: ``write.remote`` returns a ticket the test completes."""
+
+    def __init__(self, log: list[tuple[str, int]]) -> None:
+        self.write = self
+        self._log = log
+
+    def remote(self, lease: Lease) -> tuple[int, int]:
+        self._log.append(("start", lease.job_id))
+        return (lease.job_id, id(self))
+
+
+class Harness:
+    """Drives a WriterPool with fake writers; finishes writes in a random order."""
+
+    def __init__(self, state: SqlStateStore, writers: int, budget_mb: float) -> None:
+        self.log: list[tuple[str, int]] = []
+        self.done: set[Any] = set()
+        self.state = state
+        self.pool = WriterPool(
+            [FakeWriter(self.log) for _ in range(writers)],
+            state,
+            budget_mb=budget_mb,
+            worker_id="test",
+            lease_seconds=60,
+            max_attempts=3,
+            wait=self._wait,
+            get=self._get,
+        )
+
+    def _wait(self, refs: list[Any], num_returns: int, timeout: float) -> tuple[list[Any], list[Any]]:
+        ready = [r for r in refs if r in self.done]
+        return ready, [r for r in refs if r not in self.done]
+
+    def _get(self, ref: Any) -> WriteReport:
+        job_id = ref[0]
+        self.log.append(("end", job_id))
+        self.state.transition(job_id, [JobStatus.WRITING], JobStatus.COMPLETED)
+        return WriteReport(job_id, JobStatus.COMPLETED, 0, 0, 0, 1, 0)
+
+    def answered(self) -> list[Any]:
+        return self.state.list_jobs([JobStatus.ANSWERED])
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> SqlStateStore:
+    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+
+
+def answered_job(state: SqlStateStore, n: int, size_mb: float) -> int:
+    job, _ = state.register_job(
+        sha256=sha256_bytes(str(n).encode()),
+        source_uri=f"file:///{n}",
+        source_name=f"{n}.pdf",
+        kind=SourceKind.PDF,
+        size_bytes=int(size_mb * MB),
+    )
+    state.transition(job.id, [JobStatus.PENDING], JobStatus.ANSWERED, pages=1)
+    return job.id
+
+
+def max_in_flight(log: list[tuple[str, int]], sizes: dict[int, float]) -> list[tuple[float, int]]:
+    """(MB in flight, writes in flight) after each start."""
+    running: set[int] = set()
+    seen = []
+    for event, job_id in log:
+        if event == "start":
+            running.add(job_id)
+            seen.append((sum(sizes[j] for j in running), len(running)))
+        else:
+            running.discard(job_id)
+    return seen
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_megabytes_in_flight_stay_within_the_budget(state: SqlStateStore, seed: int) -> None:
+    rng = random.Random(seed)
+    sizes = {answered_job(state, n, rng.choice([1, 2, 5, 9, 14, 30])): 0.0 for n in range(30)}
+    for job in state.list_jobs():
+        sizes[job.id] = job.size_bytes / MB
+    harness = Harness(state, writers=4, budget_mb=20)
+    while state.list_jobs([JobStatus.ANSWERED, JobStatus.WRITING]):
+        harness.pool.tick(harness.answered())
+        running = [r for r in list(harness.pool._running)]
+        if running:
+            harness.done.add(rng.choice(running))
+    for megabytes, writes in max_in_flight(harness.log, sizes):
+        assert megabytes <= 20 or writes == 1  # an oversize job (30 MB) only ever runs alone
+    assert {j.status for j in state.list_jobs()} == {JobStatus.COMPLETED}
+    assert max(w for _, w in max_in_flight(harness.log, sizes)) > 1  # the pool did run jobs side by side
+
+
+def test_an_oversize_job_waits_until_nothing_runs(state: SqlStateStore) -> None:
+    small, big = answered_job(state, 1, 5), answered_job(state, 2, 50)
+    harness = Harness(state, writers=2, budget_mb=10)
+    harness.pool.tick(harness.answered())
+    assert harness.log == [("start", small)]
+    harness.pool.tick(harness.answered())
+    assert harness.log == [("start", small)]  # the big one waits for the small one to end
+    harness.done.add((small, id(harness.pool._running[next(iter(harness.pool._running))].writer)))
+    harness.pool.tick(harness.answered())
+    assert harness.log == [("start", small), ("end", small), ("start", big)]
+
+
+@pytest.mark.parametrize(
+    ("in_flight", "size", "running", "expected"),
+    [(0, 500, 0, True), (10, 5, 1, True), (10, 11, 1, False), (0, 21, 0, True), (19, 1, 3, True)],
+)
+def test_admissible(in_flight: float, size: float, running: int, expected: bool) -> None:
+    assert admissible(in_flight, size, 20, running) is expected
