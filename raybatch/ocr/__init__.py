@@ -41,6 +41,7 @@ def open_ocr(settings: OcrSettings, *, threads: int = 0) -> OcrEngine | None:
             endpoint=settings.vision_endpoint,
             concurrency=settings.vision_concurrency,
             batch_pages=settings.vision_batch_pages,
+            credentials_file=settings.google_application_credentials,
         )
     if choice == OcrEngineName.TESSERACT:
         from raybatch.ocr.tesseract import TesseractOcrEngine

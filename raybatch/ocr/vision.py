@@ -17,6 +17,7 @@ from typing import Any
 
 from raybatch.errors import (
     AuthenticationFailed,
+    ConfigError,
     InvalidRequest,
     InvalidSource,
     RateLimited,
@@ -31,6 +32,7 @@ VISION_MAX_IMAGES = 16  # images per batch_annotate_images request
 VISION_MAX_REQUEST_BYTES = 10 * 1024 * 1024  # JSON request size
 VISION_MAX_IMAGE_BYTES = 20 * 1024 * 1024  # one image file
 DEFAULT_BACKOFF = Backoff(initial=1.0, factor=2.0, cap=30.0, jitter=0.2)
+_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 _PER_IMAGE_OVERHEAD = 256  # JSON around one base64 image
 # google.rpc codes in a per-image error that may pass: RESOURCE_EXHAUSTED, INTERNAL, UNAVAILABLE, DEADLINE.
 _TRANSIENT_CODES = {4, 8, 13, 14}
@@ -72,6 +74,7 @@ class GoogleVisionOcr:
         backoff: Backoff = DEFAULT_BACKOFF,
         timeout: float = 120.0,
         language_hints: Sequence[str] = ("en", "ru"),
+        credentials_file: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.endpoint = endpoint
@@ -81,6 +84,7 @@ class GoogleVisionOcr:
         self.backoff = backoff
         self.timeout = timeout
         self.language_hints = tuple(language_hints)
+        self.credentials_file = credentials_file  # else GOOGLE_APPLICATION_CREDENTIALS / ADC, the SDK's way
         self.sleep = sleep
         self.name = "google-vision-v1/builtin-stable" + _endpoint_tag(endpoint)
         self._client: Any = None
@@ -159,7 +163,7 @@ class GoogleVisionOcr:
     def client(self) -> Any:
         """The ImageAnnotatorClient, made on first use (REST transport)."""
         if self._client is None:
-            self._client = _make_client(self.endpoint)
+            self._client = _make_client(self.endpoint, self.credentials_file)
         return self._client
 
     def __getstate__(self) -> dict[str, Any]:
@@ -175,25 +179,39 @@ def _endpoint_tag(endpoint: str | None) -> str:
     return "@" + endpoint.split("://")[-1].rstrip("/")
 
 
-def _make_client(endpoint: str | None) -> Any:
+def _make_client(endpoint: str | None, credentials_file: str | None) -> Any:
     from google.api_core.client_options import ClientOptions
-    from google.auth.credentials import AnonymousCredentials
     from google.auth.exceptions import DefaultCredentialsError
     from google.cloud import vision
 
     options = ClientOptions(api_endpoint=endpoint) if endpoint else None
-    anonymous = endpoint is not None and endpoint.startswith("http://")
     try:
         return vision.ImageAnnotatorClient(
-            transport="rest",
-            client_options=options,
-            credentials=AnonymousCredentials() if anonymous else None,
+            transport="rest", client_options=options, credentials=_credentials(endpoint, credentials_file)
         )
     except DefaultCredentialsError as exc:
         raise AuthenticationFailed(
             "no Google credentials: set GOOGLE_APPLICATION_CREDENTIALS "
             "or run gcloud auth application-default login"
         ) from exc
+
+
+def _credentials(endpoint: str | None, credentials_file: str | None) -> Any:
+    """Anonymous for a plain-http emulator; the named key file; else None, so the client finds ADC."""
+    import google.auth
+    from google.auth.credentials import AnonymousCredentials
+    from google.auth.exceptions import DefaultCredentialsError
+
+    if endpoint is not None and endpoint.startswith("http://"):
+        return AnonymousCredentials()
+    if not credentials_file:
+        return None
+    try:
+        credentials, _ = google.auth.load_credentials_from_file(credentials_file, scopes=[_SCOPE])
+    except DefaultCredentialsError as exc:
+        reason = f"GOOGLE_APPLICATION_CREDENTIALS: not a usable key file ({type(exc).__name__})"
+        raise ConfigError(reason) from exc
+    return credentials
 
 
 def _confidence(annotation: Any, text: str) -> float:

@@ -8,6 +8,7 @@ import pytest
 
 from raybatch.errors import ConfigError
 from raybatch.ocr import local_engine, open_ocr, rapid
+from raybatch.ocr.port import PageImage
 from raybatch.ocr.rapid import RapidOcrEngine
 from raybatch.ocr.tesseract import TesseractOcrEngine, tesseract_available
 from raybatch.ocr.vision import GoogleVisionOcr
@@ -30,6 +31,15 @@ def test_auto_without_google_is_the_best_local_engine() -> None:
     engine = open_ocr(OcrSettings())
 
     assert isinstance(engine, TesseractOcrEngine if HAS_TESSERACT else RapidOcrEngine)
+
+
+def test_a_broken_credentials_file_is_a_clear_config_error(tmp_path: Path) -> None:
+    key = tmp_path / "key.json"
+    key.write_text('{"type": "service_account"}')
+    engine = open_ocr(OcrSettings(google_application_credentials=str(key)))
+
+    with pytest.raises(ConfigError, match="GOOGLE_APPLICATION_CREDENTIALS"):
+        engine.read([PageImage(1, b"png")])  # type: ignore[union-attr]
 
 
 def test_explicit_choices() -> None:
