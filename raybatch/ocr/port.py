@@ -1,7 +1,9 @@
 """The OCR port: images of pages in, text with confidence and rotation out.
 
-Engines: ``RapidOcrEngine`` (local, from PyPI alone), ``GoogleVisionOcr`` (google-cloud-vision),
-and the emulated Vision endpoint in ``raybatch.ocr.emulator`` for tests.
+Engines: ``RapidOcrEngine`` (local, from PyPI alone; Latin script), ``TesseractOcrEngine`` (Debian's
+tesseract; English and Russian), ``GoogleVisionOcr`` (google-cloud-vision), and ``LabelledOcr``, a
+fake that reads text stored in the PNG. ``VisionEmulator`` serves Vision's API on loopback;
+``CachedOcr`` puts the per-page cache in front of any engine.
 """
 
 from __future__ import annotations
