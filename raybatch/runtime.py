@@ -42,8 +42,7 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
 
     Returns True when this call started a local Ray that the caller must shut down.
     """
-    # OOM-killed tasks are retried forever unless this is bounded; attempts are also counted in the DB.
-    os.environ.setdefault("RAY_task_oom_retries", str(max(0, settings.prepare_max_attempts - 1)))
+    limit_oom_retries(settings)
     if ray.is_initialized():
         return False
     writers = settings.section(WriterSettings)
@@ -59,6 +58,12 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
         log_to_driver=False,
     )
     return True
+
+
+def limit_oom_retries(settings: Settings) -> None:
+    """Bound Ray's retries of OOM-killed tasks (unbounded by default); call before ``ray.init``."""
+    # Attempts are also counted in the DB, so a page bomb ends as a failed job, not a loop.
+    os.environ.setdefault("RAY_task_oom_retries", str(max(0, settings.prepare_max_attempts - 1)))
 
 
 def _preparer(settings: Settings) -> tuple[ChunkPreparer, SqlStateStore]:
