@@ -1,0 +1,188 @@
+"""The Ray side of the pipeline benchmark: the prepare stage alone, and a whole run.
+
+Both use the pipeline's own parts: ``PrepareScheduler`` driving ``RayPrepareTasks`` (tasks in flight
+under the same cap as a run), and ``raybatch.pipeline.run`` against a zero-latency emulator. Each
+gets its own SQLite file and store folder.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import psutil
+import ray
+from measure import EndToEnd, Timing, source_job, sources_peak_mb
+from pydantic import SecretStr
+
+from raybatch.actors.driver import Progress
+from raybatch.actors.scheduler import PrepareScheduler
+from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+from raybatch.models import JobStatus
+from raybatch.pipeline import run
+from raybatch.register import Registrar
+from raybatch.runtime import RayPrepareTasks, prepare_chunk
+from raybatch.settings import Settings, StateSettings, StoreSettings
+from raybatch.sources import list_sources
+from raybatch.state import open_state
+from raybatch.steps.chunk import ChunkPlan
+
+WRITER_TITLE = "ray::WriterActor"  # Ray's process title for the writer actors (".write" while busy)
+
+
+def in_folder(settings: Settings, folder: Path) -> Settings:
+    """The settings with a state DB and a store of their own under ``folder``."""
+    return settings.model_copy(
+        update={"database_url": f"sqlite:///{folder / 'state.db'}", "store": str(folder / "store")}
+    )
+
+
+def cores() -> int:
+    """CPUs the local Ray offers."""
+    return int(ray.cluster_resources().get("CPU", 1))
+
+
+def warm_up(settings: Settings, path: Path, tasks: int) -> None:
+    """Start the worker processes and their imports before anything is timed."""
+    job, data = source_job(path)
+    ref = ray.put(data)
+    ray.get([prepare_chunk.remote(settings, job, ChunkPlan(0, 1, 1), ref) for _ in range(tasks)])
+
+
+def prepare_only(settings: Settings, paths: Sequence[Path], tick: float = 0.01) -> Timing:
+    """Every chunk of ``paths`` through the Ray prepare tasks, as a run launches them, timed."""
+    state = open_state(settings.section(StateSettings))
+    jobs = _register(settings, paths)
+    scheduler = PrepareScheduler(
+        state,
+        RayPrepareTasks(settings),
+        worker_id="bench",
+        max_in_flight=settings.prepare_in_flight or 2 * cores(),
+        max_backlog_bytes=1 << 62,  # nothing drains a backlog here: only the in-flight cap bounds
+        lease_seconds=600,
+        max_attempts=settings.prepare_max_attempts,
+    )
+    ready, request_bytes = set(), 0
+    started = time.perf_counter()
+    scheduler.claim(jobs)
+    while len(ready) < len(jobs) and not scheduler.idle:
+        for job in scheduler.tick(0):
+            ready.add(job.job_id)
+            request_bytes += job.request_bytes
+        time.sleep(tick)
+    seconds = time.perf_counter() - started
+    if len(ready) < len(jobs):
+        raise RuntimeError(f"only {len(ready)} of {len(jobs)} jobs were prepared")
+    return Timing(scheduler.pages_prepared, seconds, request_bytes)
+
+
+def _register(settings: Settings, paths: Sequence[Path]) -> list[int]:
+    state = open_state(settings.section(StateSettings))
+    registrar = Registrar(state, settings.section(StoreSettings), max_page_pixels=settings.max_page_pixels)
+    listing = list_sources([str(p) for p in paths], settings.section(StoreSettings))
+    return [r.job.id for r in registrar.register_all(listing.files)]
+
+
+def end_to_end(settings: Settings, paths: Sequence[Path]) -> EndToEnd:
+    """A whole run of ``paths`` with an emulator that ends batches at once; writers' memory sampled."""
+    sampler, phases = WriterMemory(), Phases()
+    with EmulatorServer(EmulatorConfig(processing_seconds=0.0)) as server:
+        settings = settings.model_copy(
+            update={"anthropic_base_url": server.base_url, "anthropic_api_key": SecretStr("bench")}
+        )
+        with sampler:
+            result = run(settings, [str(p) for p in paths], dashboard=False, on_progress=phases.see)
+    state = open_state(settings.section(StateSettings))
+    chunks = [c for job in result.jobs for c in state.get_chunks(job.id)]
+    writes = result.writes
+    return EndToEnd(
+        seconds=result.elapsed,
+        jobs=len(result.jobs),
+        failed=sum(j.status is JobStatus.FAILED for j in result.jobs),
+        batches=len(state.known_batch_ids()),
+        request_bytes=sum(c.request_bytes or 0 for c in chunks),
+        writer_peak_mb=sampler.peak_mb,
+        writer_idle_mb=sampler.idle_mb,
+        writer_report_peak_mb=max((w.peak_rss_mb for w in writes), default=0.0),
+        sources_peak_mb=sources_peak_mb((w.started, w.ended, w.source_mb) for w in writes),
+        first_chunk_at=phases.first_chunk_at,
+        prepared_at=phases.prepared_at,
+        answered_at=phases.answered_at,
+    )
+
+
+class Phases:
+    """When, since the run began, the first chunk was prepared, every page, and every job answered."""
+
+    _BEFORE_ANSWER = frozenset({"pending", "preparing", "prepared", "submitted"})
+
+    def __init__(self) -> None:
+        self._started = time.perf_counter()
+        self.first_chunk_at: float | None = None
+        self.prepared_at: float | None = None
+        self.answered_at: float | None = None
+
+    def see(self, progress: Progress) -> None:
+        now = time.perf_counter() - self._started
+        if self.first_chunk_at is None and progress.pages_prepared:
+            self.first_chunk_at = now
+        if self.prepared_at is None and progress.pages_prepared >= progress.pages_total:
+            self.prepared_at = now
+        waiting = sum(progress.by_status.get(s, 0) for s in self._BEFORE_ANSWER)
+        if self.answered_at is None and not waiting:
+            self.answered_at = now
+
+
+class WriterMemory:
+    """Samples the summed RSS of the writer actor processes on this machine while a run goes on."""
+
+    def __init__(self, every: float = 0.05) -> None:
+        self._every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="writer-memory", daemon=True)
+        self.peak_mb = 0.0
+        self.idle_mb = 0.0  # the most seen before the first write began: the writers' own cost
+        self._wrote = False
+
+    def __enter__(self) -> WriterMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._every):
+            total, writing = _writers_rss_mb()
+            self._wrote = self._wrote or writing
+            if not self._wrote:
+                self.idle_mb = max(self.idle_mb, total)
+            self.peak_mb = max(self.peak_mb, total)
+
+
+def _writers_rss_mb() -> tuple[float, bool]:
+    """Summed RSS of our writer processes, and whether one of them is writing now.
+
+    Only this process's descendants count (the local Ray it started): other Rays may run here too.
+    """
+    total, writing = 0, False
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            title = (proc.cmdline() or [""])[0]
+            if title.startswith(WRITER_TITLE):
+                total += proc.memory_info().rss
+                writing = writing or title.startswith(f"{WRITER_TITLE}.write")
+        except psutil.Error:
+            continue  # ended while we looked
+    return total / (1 << 20), writing
+
+
+def ray_environment() -> None:
+    """A local Ray of our own: no usage stats, no auth, never an address from the environment."""
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    os.environ.pop("RAY_ADDRESS", None)
