@@ -1,17 +1,18 @@
 """Register: one job per source file, deduplicated by sha256; bad files fail their own job at once.
 
 Reading a file to hash it is also the cheapest moment to open it: its kind and page count are
-recorded, and an encrypted, corrupt or empty file ends as a failed job with the reason.
+recorded, and an encrypted, corrupt or empty file ends as a failed job with the reason. Files are
+read in a few threads; jobs are registered in the order the files were listed, so ids follow it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from raybatch.errors import InvalidSource, RaybatchError, error_class
+from raybatch.errors import InvalidSource, error_class
 from raybatch.ids import sha256_bytes
 from raybatch.models import JobRecord, JobStatus, SourceKind
 from raybatch.settings import StoreSettings
@@ -32,6 +33,35 @@ class Registration:
 
 
 @dataclass(frozen=True)
+class Inspection:
+    """What reading a file told: its hash, size, kind and pages, or why it cannot be processed."""
+
+    source: SourceFile
+    sha256: str
+    size: int
+    kind: SourceKind
+    pages: int | None = None
+    problem: InvalidSource | None = None
+
+
+def inspect_source(source: SourceFile, sources: StoreSettings, max_page_pixels: int) -> Inspection:
+    """Read, hash and open one file (no bytes kept)."""
+    try:
+        data = read_source(source.uri, sources)
+    except InvalidSource as exc:
+        # No bytes, no content hash: keyed by the URI so a rerun finds the same job.
+        digest = sha256_bytes(f"unreadable:{source.uri}".encode())
+        return Inspection(source, digest, source.size, SourceKind.PDF, problem=exc)
+    sha, size = sha256_bytes(data), len(data)
+    try:
+        kind = detect_kind(data)
+        with open_source(data, kind, max_page_pixels=max_page_pixels) as doc:
+            return Inspection(source, sha, size, kind, pages=doc.page_count)
+    except InvalidSource as exc:
+        return Inspection(source, sha, size, SourceKind.PDF, problem=exc)
+
+
+@dataclass(frozen=True)
 class Registrar:
     """Registers source files as jobs."""
 
@@ -48,63 +78,47 @@ class Registrar:
         threads: int = 4,
         on_done: Callable[[Registration], None] | None = None,
     ) -> list[Registration]:
-        """Register every file (reading and hashing in a few threads), in the order given."""
-        with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="register") as pool:
-            done: list[Registration] = []
-            for registration in pool.map(self.register, files):
-                done.append(registration)
-                if on_done is not None:
-                    on_done(registration)
+        """Register every file, in the order given."""
+        done: list[Registration] = []
+        for inspection in self._inspected(files, threads):
+            registration = self.register(inspection)
+            done.append(registration)
+            if on_done is not None:
+                on_done(registration)
         return done
 
-    def register(self, source: SourceFile) -> Registration:
-        """Register one file; a file that cannot be read becomes a failed job named by its URI."""
-        try:
-            data = read_source(source.uri, self.sources)
-        except InvalidSource as exc:
-            return self._unreadable(source, exc)
+    def _inspected(self, files: Sequence[SourceFile], threads: int) -> Iterator[Inspection]:
+        """Inspections in file order, a bounded number read ahead."""
+        window = max(1, threads) * 2
+        with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="register") as pool:
+            pending = []
+            for source in files:
+                pending.append(pool.submit(inspect_source, source, self.sources, self.max_page_pixels))
+                if len(pending) >= window:
+                    yield pending.pop(0).result()
+            for future in pending:
+                yield future.result()
+
+    def register(self, inspection: Inspection) -> Registration:
+        """Make (or find) the job of one inspected file and record what the inspection found."""
+        source = inspection.source
         job, created = self.state.register_job(
-            sha256=sha256_bytes(data),
+            sha256=inspection.sha256,
             source_uri=source.uri,
             source_name=source.name,
-            kind=_kind_or_pdf(data),
-            size_bytes=len(data),
+            kind=inspection.kind,
+            size_bytes=inspection.size,
             mode=self.mode,
             force=self.force,
         )
         if job.status is JobStatus.PENDING:
-            job = self._inspect(job, data)
+            if inspection.problem is not None:
+                problem = inspection.problem
+                self.state.fail_job(job.id, "register", error_class(problem), str(problem))
+                log.warning("job %d (%s) failed: %s", job.id, source.name, problem)
+            else:
+                self.state.transition(
+                    job.id, [JobStatus.PENDING], JobStatus.PENDING, pages=inspection.pages, mode=self.mode
+                )
+            job = self.state.get_job(job.id)
         return Registration(source, job, created)
-
-    def _inspect(self, job: JobRecord, data: bytes) -> JobRecord:
-        """Record the page count and the mode asked for; fail the job if the file is unusable."""
-        try:
-            kind = detect_kind(data)
-            with open_source(data, kind, max_page_pixels=self.max_page_pixels) as doc:
-                pages = doc.page_count
-        except InvalidSource as exc:
-            self.state.fail_job(job.id, "register", error_class(exc), str(exc))
-            log.warning("job %d (%s) failed: %s", job.id, job.source_name, exc)
-            return self.state.get_job(job.id)
-        self.state.transition(job.id, [JobStatus.PENDING], JobStatus.PENDING, pages=pages, mode=self.mode)
-        return self.state.get_job(job.id)
-
-    def _unreadable(self, source: SourceFile, exc: RaybatchError) -> Registration:
-        # No bytes, no content hash: the job is keyed by the URI so a rerun finds the same one.
-        job, created = self.state.register_job(
-            sha256=sha256_bytes(f"unreadable:{source.uri}".encode()),
-            source_uri=source.uri,
-            source_name=source.name,
-            kind=SourceKind.PDF,
-            size_bytes=source.size,
-            mode=self.mode,
-        )
-        self.state.fail_job(job.id, "register", error_class(exc), str(exc))
-        return Registration(source, self.state.get_job(job.id), created)
-
-
-def _kind_or_pdf(data: bytes) -> SourceKind:
-    try:
-        return detect_kind(data)
-    except InvalidSource:
-        return SourceKind.PDF  # the job fails in _inspect with the reason

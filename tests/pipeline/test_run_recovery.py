@@ -1,0 +1,206 @@
+"""Crashes, pauses and modes on local Ray: every document written exactly once, no extra batch."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import anthropic
+import pymupdf
+import pytest
+import ray
+from conftest import CorpusRun, corpus_subset, warm_settings
+
+from raybatch.claude.emulator import EmulatorServer
+from raybatch.models import BatchStatus, JobStatus
+from raybatch.objects import LocalObjectStore
+from raybatch.pipeline import RunReport, run
+from raybatch.report import evaluate_run
+from raybatch.runtime import coordinator_name
+from raybatch.settings import Settings, StateSettings
+from raybatch.state import SqlStateStore, open_state
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+FILES = ["bundle_000.pdf", "bundle_002.pdf"]
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 120.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+class Background:
+    """``run`` in a thread, so the test can act on the system while it works."""
+
+    def __init__(self, settings: Settings, source: str) -> None:
+        self.report: RunReport | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(settings, source), daemon=True)
+        self._thread.start()
+
+    def _run(self, settings: Settings, source: str) -> None:
+        try:
+            self.report = run(settings, source)
+        except BaseException as exc:
+            self.error = exc
+
+    def join(self, timeout: float = 300.0) -> RunReport:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the run did not end"
+        if self.error is not None:
+            raise self.error
+        assert self.report is not None
+        return self.report
+
+
+def state_of(settings: Settings) -> SqlStateStore:
+    return open_state(settings.section(StateSettings))
+
+
+def batch_in_flight(state: SqlStateStore) -> bool:
+    return any(b.anthropic_id and b.status is BatchStatus.IN_PROGRESS for b in state.active_batches())
+
+
+def assert_written_once(settings: Settings, truth: dict, emulator: EmulatorServer) -> None:
+    """Objects and rows agree, the split is exact, and the API saw no batch we did not record."""
+    state = state_of(settings)
+    assert {j.status for j in state.list_jobs()} == {JobStatus.COMPLETED}
+    rows = state.list_documents()
+    store = LocalObjectStore(settings.store)
+    listed = {k for k in store.list("jobs/") if "/documents/" in k}
+    assert listed == {k for d in rows for k in (d.pdf_key, d.thumb_key)}
+    assert len({(d.job_id, d.index) for d in rows}) == len(rows)
+    assert evaluate_run(state, truth)["boundary_f1"] == 1.0
+    assert emulator.app.calls["create"] == len(state.known_batch_ids())
+    chunks = [c for j in state.list_jobs() for c in state.get_chunks(j.id)]
+    assert requests_sent(emulator) == len(chunks)  # no chunk went to Claude twice
+
+
+def requests_sent(emulator: EmulatorServer) -> int:
+    """Requests in every batch the emulator holds, counted through the SDK."""
+    client = anthropic.Anthropic(api_key="test-key", base_url=emulator.base_url)
+    with client:
+        return sum(
+            sum(b.request_counts.model_dump().values()) for b in client.messages.batches.list(limit=100)
+        )
+
+
+def test_killing_the_coordinator_mid_run(
+    corpus_run: CorpusRun, emulator: EmulatorServer, tmp_path: Path
+) -> None:
+    emulator.config.processing_seconds = 4.0
+    truth = corpus_subset(corpus_run, FILES, tmp_path / "in")
+    settings = warm_settings(corpus_run, tmp_path / "home", emulator)
+    background = Background(settings, str(tmp_path / "in"))
+    wait_for(lambda: batch_in_flight(state_of(settings)), what="a batch in flight")
+    ray.kill(ray.get_actor(coordinator_name(settings), namespace=settings.ray_namespace))
+    report = background.join()
+    assert report.ok
+    assert_written_once(settings, truth, emulator)
+
+
+def test_killing_the_driver_and_running_again(
+    corpus_run: CorpusRun, emulator: EmulatorServer, tmp_path: Path
+) -> None:
+    emulator.config.processing_seconds = 4.0
+    truth = corpus_subset(corpus_run, FILES, tmp_path / "in")
+    settings = warm_settings(corpus_run, tmp_path / "home", emulator)
+    env = {
+        **os.environ,
+        "RAY_ADDRESS": ray.get_runtime_context().gcs_address,
+        "ANTHROPIC_BASE_URL": emulator.base_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "LEASE_SECONDS": str(settings.lease_seconds),
+        "POLL_INTERVAL": "0.5",
+    }
+    command = [sys.executable, "-m", "raybatch.cli", "run", str(tmp_path / "in"), "--quiet"]
+    command += ["--db", settings.database_url, "--store", settings.store]
+    driver = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: batch_in_flight(state_of(settings)), what="a batch in flight")
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+    report = run(settings, str(tmp_path / "in"))
+    assert report.ok
+    assert_written_once(settings, truth, emulator)
+
+
+def test_pause_holds_submissions_and_polls_until_resumed(
+    corpus_run: CorpusRun, emulator: EmulatorServer, tmp_path: Path
+) -> None:
+    truth = corpus_subset(corpus_run, FILES, tmp_path / "in")
+    settings = warm_settings(corpus_run, tmp_path / "home", emulator)
+    state = state_of(settings)
+    state.set_paused(True)
+    background = Background(settings, str(tmp_path / "in"))
+    wait_for(lambda: {j.status for j in state.list_jobs()} == {JobStatus.PREPARED}, what="prepared jobs")
+    time.sleep(2.0)  # several coordinator passes
+    assert emulator.app.calls.get("create", 0) == 0
+    assert {j.status for j in state.list_jobs()} == {JobStatus.PREPARED}
+    state.set_paused(False)
+    assert background.join().ok
+    assert_written_once(settings, truth, emulator)
+
+
+def test_batch_and_sync_modes_write_identical_documents(
+    corpus_run: CorpusRun, emulator: EmulatorServer, tmp_path: Path
+) -> None:
+    corpus_subset(corpus_run, FILES, tmp_path / "in")
+    outputs = {}
+    for mode in ("batch", "sync"):
+        settings = warm_settings(corpus_run, tmp_path / mode, emulator, processing_mode=mode)
+        assert run(settings, str(tmp_path / "in")).ok
+        state, store = state_of(settings), LocalObjectStore(settings.store)
+        names = {j.id: j.source_name for j in state.list_jobs()}
+        docs = state.list_documents()
+        rows = sorted(
+            (names[d.job_id], d.index, d.first_page, d.last_page, d.doc_type, d.number, d.group_key)
+            for d in docs
+        )
+        pdfs = {(names[d.job_id], d.index): store.get(d.pdf_key) for d in docs}
+        outputs[mode] = (rows, pdfs, {j.mode for j in state.list_jobs()})
+    assert outputs["batch"][0] == outputs["sync"][0]
+    assert outputs["batch"][1] == outputs["sync"][1]  # byte for byte
+    assert (outputs["batch"][2], outputs["sync"][2]) == ({"batch"}, {"sync"})
+    assert emulator.app.calls["messages"] >= 1
+
+
+def test_bad_files_fail_alone_with_reasons(
+    corpus_run: CorpusRun, emulator: EmulatorServer, tmp_path: Path
+) -> None:
+    folder = tmp_path / "in"
+    corpus_subset(corpus_run, ["bundle_001.pdf"], folder)
+    good = (folder / "bundle_001.pdf").read_bytes()
+    (folder / "truncated.pdf").write_bytes(good[: len(good) // 3])
+    (folder / "zero.pdf").write_bytes(
+        b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
+        b"2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+    )
+    with pymupdf.open() as doc:
+        doc.new_page().insert_text((72, 72), "secret")
+        doc.save(folder / "encrypted.pdf", encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="u", owner_pw="o")
+    (folder / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\nnot really")
+    settings = warm_settings(corpus_run, tmp_path / "home", emulator)
+    report = run(settings, str(folder))
+    by_name = {j.source_name: j for j in report.jobs}
+    assert by_name["bundle_001.pdf"].status is JobStatus.COMPLETED
+    reasons = {
+        name: (j.status, j.error_message or "") for name, j in by_name.items() if name != "bundle_001.pdf"
+    }
+    assert {status for status, _ in reasons.values()} == {JobStatus.FAILED}
+    assert reasons["encrypted.pdf"][1].startswith("encrypted")
+    assert reasons["zero.pdf"][1].startswith(("empty", "corrupt"))
+    assert reasons["truncated.pdf"][1].startswith(("corrupt", "empty"))
+    assert reasons["photo.png"][1]
+    assert not report.ok
