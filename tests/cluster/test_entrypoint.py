@@ -1,0 +1,67 @@
+"""jobs/process.py without Ray: its progress lines, their pace, and its exit code on bad settings."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from raybatch.actors.driver import Progress
+
+ENTRYPOINT = Path(__file__).resolve().parents[2] / "jobs" / "process.py"
+
+
+@pytest.fixture(scope="module")
+def process() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("raybatch_job_process", ENTRYPOINT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _progress(done: int, total: int = 3, **fields: object) -> Progress:
+    values: dict = {
+        "total": total,
+        "by_status": {"completed": done, "preparing": total - done},
+        "pages_total": 60,
+        "pages_prepared": 20 * done,
+        "documents": 4 * done,
+        "active_batches": 1,
+        "writer_mb": 12.4,
+        "paused": False,
+        "elapsed": 42.4,
+    }
+    return Progress(**(values | fields))
+
+
+def test_progress_line_reads_like_the_docs(process: ModuleType) -> None:
+    line = process.progress_line(_progress(1, paused=True))
+    assert line == (
+        "progress: jobs 1/3 done (completed 1, preparing 2), pages 20/60, batches 1, "
+        "writers 12 MB, documents 4, 42 s [paused]"
+    )
+
+
+def test_progress_lines_are_paced_but_the_last_is_always_printed(process: ModuleType) -> None:
+    clock = iter([0.0, 1.0, 4.9, 5.0, 6.0, 6.5])
+    lines: list[str] = []
+    printer = process.ProgressLines(every=5.0, write=lines.append, monotonic=lambda: next(clock))
+    for done in (0, 0, 1, 1, 2, 3):  # at t = 0, 1, 4.9, 5, 6, 6.5
+        printer(_progress(done))
+    assert [line.split(",")[0] for line in lines] == [
+        "progress: jobs 0/3 done (completed 0",  # the first
+        "progress: jobs 1/3 done (completed 1",  # 5 s later
+        "progress: jobs 3/3 done (completed 3",  # the end, whatever the time
+    ]
+
+
+def test_bad_settings_exit_with_2_before_touching_ray(
+    process: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("POLL_INTERVAL", "-1")
+    monkeypatch.setattr(process, "join_cluster", lambda settings: pytest.fail("joined Ray"))
+    assert process.main(["/nowhere"]) == 2
+    assert "POLL_INTERVAL" in capsys.readouterr().err

@@ -1,0 +1,107 @@
+"""`ray job submit -- python jobs/process.py ...` on a head of the test's own: success, resume, failure."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pymupdf
+import pytest
+from conftest import Corpus, SubmittedRun, job_args, submit
+from headnode import RayHead
+
+from raybatch.models import JobStatus
+from raybatch.objects import LocalObjectStore
+from raybatch.report import evaluate_run
+from raybatch.settings import StateSettings
+from raybatch.state import SqlStateStore, open_state
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+PROGRESS = re.compile(
+    r"^progress: jobs (\d+)/(\d+) done \(.*\), pages (\d+)/(\d+), batches \d+, writers \d+ MB, "
+    r"documents (\d+), \d+ s$",
+    re.M,
+)
+
+
+def _state(home: Path) -> SqlStateStore:
+    return open_state(StateSettings(database_url=f"sqlite:///{home / 'state.db'}"))
+
+
+def _result(logs: str) -> dict:
+    """The JSON object the entrypoint prints on its last line."""
+    return json.loads(logs.strip().splitlines()[-1])
+
+
+def test_the_job_succeeds_and_writes_every_document(submitted_run: SubmittedRun) -> None:
+    sub, corpus = submitted_run.submission, submitted_run.corpus
+    assert (sub.status, sub.driver_exit_code, sub.returncode) == ("SUCCEEDED", 0, 0), sub.logs[-3000:]
+    state = _state(submitted_run.home)
+    assert [j.status for j in state.list_jobs()] == [JobStatus.COMPLETED]
+    rows = state.list_documents()
+    assert len(rows) == corpus.documents
+    store = LocalObjectStore(submitted_run.home / "store")
+    listed = {k for k in store.list("jobs/") if "/documents/" in k}
+    assert listed == {k for d in rows for k in (d.pdf_key, d.thumb_key)}  # objects and rows agree
+    for doc in rows:
+        with pymupdf.open("pdf", store.get(doc.pdf_key)) as pdf:
+            assert pdf.page_count == doc.last_page - doc.first_page + 1
+    figures = evaluate_run(state, corpus.truth)
+    assert (figures["boundary_f1"], figures["type_accuracy"]) == (1.0, 1.0)
+
+
+def test_the_job_logs_progress_lines_and_a_summary(submitted_run: SubmittedRun) -> None:
+    logs, corpus = submitted_run.submission.logs, submitted_run.corpus
+    assert "notice: ANTHROPIC_API_KEY is not set: using the built-in Claude emulator" in logs
+    lines = PROGRESS.findall(logs)
+    assert len(lines) >= 2, logs[-3000:]
+    last = tuple(map(int, lines[-1]))  # jobs done, jobs, pages, pages in all, documents
+    assert last == (1, 1, corpus.pages, corpus.pages, corpus.documents)
+    assert f"summary: jobs 1 (completed 1), pages {corpus.pages}, documents {corpus.documents}" in logs
+    result = _result(logs)
+    assert result["failed"] == 0 and result["by_status"]["completed"] == 1
+    assert result["documents"] == corpus.documents and result["input_tokens"] > 0
+
+
+def test_submitting_again_resumes_without_duplicates(job_head: RayHead, submitted_run: SubmittedRun) -> None:
+    store = LocalObjectStore(submitted_run.home / "store")
+    before = {k: store.head(k) for k in store.list("")}
+    state = _state(submitted_run.home)
+    batches_before = state.known_batch_ids()
+
+    again = submit(job_head, "raybatch-digital-again", job_args(submitted_run.corpus, submitted_run.home))
+
+    assert (again.status, again.driver_exit_code) == ("SUCCEEDED", 0), again.logs[-3000:]
+    assert "1 jobs registered from 1 files" in again.logs
+    assert _result(again.logs)["documents"] == submitted_run.corpus.documents
+    assert len(state.list_jobs()) == 1  # the same file is the same job
+    assert len(state.list_documents()) == submitted_run.corpus.documents
+    assert state.known_batch_ids() == batches_before  # nothing sent to Claude again
+    assert {k: store.head(k) for k in store.list("")} == before
+
+
+def test_a_failed_job_fails_the_submission(job_head: RayHead, tmp_path: Path) -> None:
+    corpus = tmp_path / "broken"
+    corpus.mkdir()
+    (corpus / "broken.pdf").write_bytes(b"%PDF-1.7\n1 0 obj << /Type /Catalog >>\n%%garbage, no xref\n")
+
+    failed = submit(job_head, "raybatch-broken", job_args(Corpus(corpus, {}), tmp_path))
+
+    assert (failed.status, failed.driver_exit_code) == ("FAILED", 1), failed.logs[-3000:]
+    assert failed.returncode != 0
+    assert re.search(r"^failed: job \d+ \(broken\.pdf\): \w+", failed.logs, re.M), failed.logs[-3000:]
+    assert _result(failed.logs)["failed"] == 1
+    assert [j.status for j in _state(tmp_path).list_jobs()] == [JobStatus.FAILED]
+
+
+def test_the_upload_leaves_the_virtualenv_behind(job_head: RayHead, submitted_run: SubmittedRun) -> None:
+    uploads = job_head.temp_dir / "session_latest/runtime_resources/working_dir_files"
+    unpacked = [p for p in uploads.glob("_ray_pkg_*") if p.is_dir()]
+    assert unpacked, "the job's working dir was not unpacked on the head"
+    for root in unpacked:
+        files = [p for p in root.rglob("*") if p.is_file()]
+        assert (root / "jobs/process.py").is_file()
+        assert not any(part in {".venv", ".git", "raybatch-data"} for p in files for part in p.parts)
+        assert sum(p.stat().st_size for p in files) < 20 * 2**20

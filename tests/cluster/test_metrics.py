@@ -1,0 +1,79 @@
+"""What the dashboard shows of a run: stage-named tasks and actors, and raybatch metrics in Prometheus."""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.request
+from collections import defaultdict
+
+import pytest
+from conftest import SubmittedRun
+from headnode import RayHead
+from prometheus_client.parser import text_string_to_metric_families
+from ray.util.state import list_actors, list_tasks
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+TASK_NAMES = re.compile(r"load job_\d+|prepare job_\d+ chunk_\d+")
+ACTOR_NAMES = re.compile(r"BatchCoordinator-[0-9a-f]{8}|ResultWriter-\d+-[0-9a-f]{8}")
+CHUNK_PAGES = 8
+
+
+def test_tasks_and_actors_carry_stage_names(job_head: RayHead, submitted_run: SubmittedRun) -> None:
+    job_id = submitted_run.submission.ray_job_id
+    assert job_id
+    tasks = list_tasks(
+        address=job_head.dashboard_url, filters=[("job_id", "=", job_id), ("type", "=", "NORMAL_TASK")]
+    )
+    names = [t.name for t in tasks]
+    assert names and all(TASK_NAMES.fullmatch(n) for n in names), names
+    chunks = -(-submitted_run.corpus.pages // CHUNK_PAGES)
+    assert sum(n.startswith("prepare ") for n in names) == chunks  # one task per chunk, not per page
+    actors = list_actors(address=job_head.dashboard_url, filters=[("job_id", "=", job_id)])
+    by_class = {a.class_name: a.name for a in actors}
+    assert set(by_class) == {"CoordinatorActor", "WriterActor"}, by_class
+    assert all(ACTOR_NAMES.fullmatch(a.name) for a in actors), [a.name for a in actors]
+
+
+def test_prometheus_endpoint_reports_the_run(job_head: RayHead, submitted_run: SubmittedRun) -> None:
+    corpus = submitted_run.corpus
+    expected = {
+        "ray_raybatch_pages_prepared_total": corpus.pages,
+        "ray_raybatch_requests_submitted_total": -(-corpus.pages // CHUNK_PAGES),
+        "ray_raybatch_documents_written_total": corpus.documents,
+    }
+    figures = _scrape_until(job_head, expected, timeout=30)
+    for name, value in expected.items():
+        assert figures.get(name) == value, (name, figures)
+    assert figures["ray_raybatch_batches_created_total"] >= 1
+    assert figures["ray_raybatch_batches_ended_total"] == figures["ray_raybatch_batches_created_total"]
+    assert figures["ray_raybatch_tokens_total"] > 0
+    assert 0 < figures["ray_raybatch_cost_usd_total"] < 1
+    assert figures["ray_raybatch_jobs_finished_total"] == 1
+    # gauges: their last values depend on when the run ended; they are there, and never negative
+    assert figures["ray_raybatch_batches_in_flight"] >= 0
+    assert figures["ray_raybatch_writer_mb_in_flight"] >= 0
+
+
+def _scrape(head: RayHead) -> dict[str, float]:
+    """Every raybatch sample on the node's metrics endpoint, summed over labels (workers, kinds)."""
+    url = f"http://127.0.0.1:{head.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        text = reply.read().decode()
+    sums: dict[str, float] = defaultdict(float)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.startswith("ray_raybatch_"):
+                sums[sample.name] += sample.value
+    return dict(sums)
+
+
+def _scrape_until(head: RayHead, expected: dict[str, float], timeout: float) -> dict[str, float]:
+    """Metrics are reported every second or so: read until the expected counters arrive."""
+    deadline = time.monotonic() + timeout
+    figures = _scrape(head)
+    while any(figures.get(k) != v for k, v in expected.items()) and time.monotonic() < deadline:
+        time.sleep(1)
+        figures = _scrape(head)
+    return figures

@@ -1,0 +1,60 @@
+"""notebooks/quickstart.ipynb: committed without outputs, and it runs from top to bottom (nbclient)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from conftest import JOB_ENV
+from headnode import RAY_ENV, REPO
+
+NOTEBOOK = REPO / "notebooks" / "quickstart.ipynb"
+
+
+def _cells(nb: Any) -> dict[str, Any]:
+    return {cell.id: cell for cell in nb.cells}
+
+
+def _html(cell: Any) -> str:
+    return "".join(o.get("data", {}).get("text/html", "") for o in cell.outputs)
+
+
+def test_committed_notebook_has_no_outputs() -> None:
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.outputs == [] and c.execution_count is None for c in code)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_notebook_runs_the_sample_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    cells = _cells(nb)
+    assert "parameters" in cells["parameters"].metadata["tags"]
+    out = tmp_path / "out"
+    params = {"OUT": f"Path({str(out)!r})", "BUNDLES": "1", "SEED": "7", "DASHBOARD": "False"}
+    assignments = "".join(f"{name} = {value}\n" for name, value in params.items())
+    cells["parameters"].source = "from pathlib import Path\n" + assignments
+    for name, value in {**RAY_ENV, **JOB_ENV}.items():  # the kernel inherits these
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+
+    where = {"metadata": {"path": str(tmp_path)}}
+    NotebookClient(nb, timeout=240, kernel_name="python3", resources=where).execute()
+
+    text = "".join(o.get("text", "") for o in cells["run"].outputs)
+    assert "using the built-in Claude emulator" in text and "1 jobs, 0 failed" in text
+    assert "jobs 1/1" in _html(cells["run"])  # the progress bar's last state
+    table = _html(cells["table"])
+    documents = table.count("<tr>") - 1
+    assert documents > 1 and table.count("<td>bundle_000.pdf</td>") == documents
+    thumbnails = [o for o in cells["thumbnails"].outputs if "image/webp" in o.get("data", {})]
+    assert len(thumbnails) == min(6, documents)
+    evaluation = _html(cells["evaluation"])
+    assert "boundary f1" in evaluation and "documents found" in evaluation
+    assert any((out / "store" / "jobs").rglob("*.pdf"))
