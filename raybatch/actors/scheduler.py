@@ -131,9 +131,12 @@ class PrepareScheduler:
                 self._drop(job_id)
 
     def tick(self, backlog_bytes: int) -> list[ReadyJob]:
-        """Launch what the bounds allow, collect what finished; jobs now fully prepared."""
-        self._launch(backlog_bytes)
-        return self._collect()
+        """Collect what finished, then launch what the bounds allow; jobs now fully prepared."""
+        # Collecting first refills a finished task's slot in this tick rather than the next one;
+        # the jobs it hands back are not offered yet, so their bytes count as backlog here.
+        ready = self._collect()
+        self._launch(backlog_bytes + sum(job.request_bytes for job in ready))
+        return ready
 
     # --- launching ------------------------------------------------------------------------
     def _start(self, lease: Lease) -> None:
