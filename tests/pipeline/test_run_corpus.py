@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pymupdf
 import pytest
-from conftest import CorpusRun
+from pipeline_support import CorpusRun
 
 from raybatch.models import JobStatus
 from raybatch.pipeline import run

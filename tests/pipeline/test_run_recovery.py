@@ -15,7 +15,7 @@ import anthropic
 import pymupdf
 import pytest
 import ray
-from conftest import CorpusRun, corpus_subset, warm_settings
+from pipeline_support import CorpusRun, corpus_subset, warm_settings
 
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.models import BatchStatus, JobStatus

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import CorpusRun, corpus_subset, run_settings, warm_settings
+from pipeline_support import CorpusRun, corpus_subset, run_settings, warm_settings
 
 from raybatch.actors.writer import WriteReport
 from raybatch.claude.emulator import EmulatorServer

@@ -91,8 +91,9 @@ def test_pause_flag_is_shared_through_the_database(store: SqlStateStore, db_url:
 
 
 def test_group_spellings_are_distinct_per_group(store: SqlStateStore) -> None:
-    from raybatch.models import DocumentRecord
     from state_helpers import register
+
+    from raybatch.models import DocumentRecord
 
     job = register(store, 31)[0].id
     docs = [
