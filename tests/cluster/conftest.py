@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 import time
+import urllib.request
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from headnode import REPO, VENV_BIN, RayHead, ray_env
+from prometheus_client.parser import text_string_to_metric_families
 
 from raybatch.ids import sha256_bytes
 from raybatch.samples.plan import plan_corpus
@@ -141,6 +145,47 @@ def job_args(corpus: Corpus, home: Path) -> list[str]:
     return [str(corpus.folder), "--store", str(home / "store"), "--db", f"sqlite:///{home / 'state.db'}"]
 
 
+def scrape_metrics(head: RayHead) -> dict[str, float]:
+    """Every raybatch sample on the head's Prometheus endpoint, summed over labels (workers, kinds)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{head.metrics_port}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    sums: dict[str, float] = defaultdict(float)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.startswith("ray_raybatch_"):
+                sums[sample.name] += sample.value
+    return dict(sums)
+
+
+@dataclass
+class MetricsSampler:
+    """Scrapes the head while a run goes on and keeps each metric's peak: a gauge's series leaves the
+    endpoint soon after its process ends, so gauges are read during the run."""
+
+    head: RayHead
+    every: float = 0.5
+    peaks: dict[str, float] = field(default_factory=dict)
+
+    def __enter__(self) -> MetricsSampler:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                figures = scrape_metrics(self.head)
+            except OSError:
+                continue
+            for name, value in figures.items():
+                self.peaks[name] = max(value, self.peaks.get(name, value))
+
+
 @dataclass(frozen=True)
 class SubmittedRun:
     """The digital corpus processed through `ray job submit` into its own folder."""
@@ -148,13 +193,15 @@ class SubmittedRun:
     submission: Submission
     corpus: Corpus
     home: Path
+    metric_peaks: dict[str, float]
 
 
 @pytest.fixture(scope="session")
 def submitted_run(
     job_head: RayHead, digital_corpus: Corpus, tmp_path_factory: pytest.TempPathFactory
 ) -> SubmittedRun:
-    """The digital corpus run once through `ray job submit` on ``job_head``."""
+    """The digital corpus run once through `ray job submit` on ``job_head``, its metrics sampled."""
     home = tmp_path_factory.mktemp("submitted")
-    submission = submit(job_head, "raybatch-digital", [*job_args(digital_corpus, home), "--every", "1"])
-    return SubmittedRun(submission, digital_corpus, home)
+    with MetricsSampler(job_head) as sampler:
+        submission = submit(job_head, "raybatch-digital", [*job_args(digital_corpus, home), "--every", "1"])
+    return SubmittedRun(submission, digital_corpus, home, sampler.peaks)

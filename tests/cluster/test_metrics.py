@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import re
 import time
-import urllib.request
-from collections import defaultdict
 
 import pytest
-from conftest import SubmittedRun
+from conftest import SubmittedRun, scrape_metrics
 from headnode import RayHead
-from prometheus_client.parser import text_string_to_metric_families
 from ray.util.state import list_actors, list_tasks
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -51,29 +48,17 @@ def test_prometheus_endpoint_reports_the_run(job_head: RayHead, submitted_run: S
     assert figures["ray_raybatch_tokens_total"] > 0
     assert 0 < figures["ray_raybatch_cost_usd_total"] < 1
     assert figures["ray_raybatch_jobs_finished_total"] == 1
-    # gauges: their last values depend on when the run ended; they are there, and never negative
-    assert figures["ray_raybatch_batches_in_flight"] >= 0
-    assert figures["ray_raybatch_writer_mb_in_flight"] >= 0
-
-
-def _scrape(head: RayHead) -> dict[str, float]:
-    """Every raybatch sample on the node's metrics endpoint, summed over labels (workers, kinds)."""
-    url = f"http://127.0.0.1:{head.metrics_port}/metrics"
-    with urllib.request.urlopen(url, timeout=10) as reply:
-        text = reply.read().decode()
-    sums: dict[str, float] = defaultdict(float)
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name.startswith("ray_raybatch_"):
-                sums[sample.name] += sample.value
-    return dict(sums)
+    # gauges, as sampled while the run went on
+    peaks = submitted_run.metric_peaks
+    assert peaks["ray_raybatch_batches_in_flight"] >= 1
+    assert peaks["ray_raybatch_writer_mb_in_flight"] >= 0
 
 
 def _scrape_until(head: RayHead, expected: dict[str, float], timeout: float) -> dict[str, float]:
     """Metrics are reported every second or so: read until the expected counters arrive."""
     deadline = time.monotonic() + timeout
-    figures = _scrape(head)
+    figures = scrape_metrics(head)
     while any(figures.get(k) != v for k, v in expected.items()) and time.monotonic() < deadline:
         time.sleep(1)
-        figures = _scrape(head)
+        figures = scrape_metrics(head)
     return figures
