@@ -121,9 +121,12 @@ class BatchCoordinator:
         self._ensure_running()
         active = await self._io(self._state.active_batches)
         paused = await self._io(self._state.is_paused)
+        # The backlog is what still waits for a batch: offers stay here until answered (a retry
+        # needs their payloads), but once submitted they must not hold preparation back.
+        waiting = {j.id for j in await self._io(self._state.list_jobs, [JobStatus.PREPARED])}
         return CoordinatorSnapshot(
             offered_jobs=len(self._offers),
-            pending_bytes=sum(o.request_bytes for o in self._offers.values()),
+            pending_bytes=sum(o.request_bytes for o in self._offers.values() if o.job_id in waiting),
             active_batches=len(active),
             sync_in_flight=len(self._sync_tasks),
             paused=paused,
