@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import JOB_ENV, Corpus, job_args
+from cluster_support import JOB_ENV, Corpus, job_args
 from headnode import REPO, VENV_BIN, RayHead, ray_env
 from ray.util.state import list_actors, list_nodes
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pymupdf
 import pytest
-from conftest import Corpus, SubmittedRun, job_args, submit
+from cluster_support import Corpus, SubmittedRun, job_args, submit
 from headnode import RayHead
 
 from raybatch.models import JobStatus

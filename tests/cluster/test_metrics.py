@@ -6,7 +6,7 @@ import re
 import time
 
 import pytest
-from conftest import SubmittedRun, scrape_metrics
+from cluster_support import SubmittedRun, scrape_metrics
 from headnode import RayHead
 from ray.util.state import list_actors, list_tasks
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import JOB_ENV
+from cluster_support import JOB_ENV
 from headnode import RAY_ENV, REPO
 
 NOTEBOOK = REPO / "notebooks" / "quickstart.ipynb"
