@@ -1,4 +1,7 @@
-"""A Ray head of the tests' own: `ray start --head --block` with its own temp dir and ports, loopback only.
+"""A Ray head of the tests' own: `ray start --head --block` with its own temp dir and ports.
+
+Its dashboard listens on 127.0.0.1 only, and its addresses are loopback ones; Ray itself turns
+``--node-ip-address=127.0.0.1`` into the machine's routable address for its node processes.
 
 It is stopped by signalling the `ray start` process it launched (which tears down its own node) and
 then ending any process still running from its temp dir: never `ray stop`, which ends every Ray on
@@ -21,6 +24,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -75,6 +79,7 @@ class RayHead:
             "--object-manager-port": om,
         }
         self._process: subprocess.Popen[bytes] | None = None
+        self._log: BinaryIO | None = None
 
     @property
     def address(self) -> str:
@@ -105,28 +110,31 @@ class RayHead:
         return cmd
 
     def start(self, timeout: float = 90.0) -> RayHead:
-        """Launch the head and wait until the GCS (and the dashboard, if any) answer."""
-        log = (self.temp_dir / "ray-start.log").open("wb")
+        """Launch the head and wait until it says it started (and the dashboard, if any, answers)."""
+        self._log = (self.temp_dir / "ray-start.log").open("wb")
         self._process = subprocess.Popen(
-            self.command(), env=ray_env(self.env), stdout=log, stderr=subprocess.STDOUT, cwd=self.temp_dir
+            self.command(),
+            env=ray_env(self.env),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            cwd=self.temp_dir,
         )
         deadline = time.monotonic() + timeout
         while not self._answers():
-            if self._process.poll() is not None:
-                raise RuntimeError(f"ray start exited:\n{self.start_log()}")
-            if time.monotonic() > deadline:
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                printed = self.start_log()
                 self.stop()
-                raise TimeoutError(f"the Ray head did not come up:\n{self.start_log()}")
+                raise RuntimeError(f"the Ray head did not come up:\n{printed}")
             time.sleep(0.5)
         return self
 
-    def start_log(self) -> str:
-        """What `ray start` printed."""
+    def start_log(self, tail: int = 4000) -> str:
+        """The end of what `ray start` printed."""
         path = self.temp_dir / "ray-start.log"
-        return path.read_text(errors="replace")[-4000:] if path.exists() else ""
+        return path.read_text(errors="replace")[-tail:] if path.exists() else ""
 
     def _answers(self) -> bool:
-        if "Ray runtime started" not in self.start_log():
+        if "Ray runtime started" not in self.start_log(tail=100_000):
             return False
         if not self.dashboard:
             return True
@@ -147,6 +155,8 @@ class RayHead:
                 self._process.wait()
         for pid in session_pids(self.temp_dir):
             _end(pid)
+        if self._log is not None:
+            self._log.close()
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
     def __enter__(self) -> RayHead:
