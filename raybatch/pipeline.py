@@ -101,7 +101,7 @@ def _drive(
         state,
         RayPrepareTasks(settings),
         worker_id=worker_id,
-        max_in_flight=settings.prepare_in_flight or 2 * int(ray.cluster_resources().get("CPU", 1)),
+        max_in_flight=_prepare_cap(settings),
         max_backlog_bytes=2 * megabytes(settings.batch_max_mb),
         lease_seconds=settings.lease_seconds,
         max_attempts=settings.prepare_max_attempts,
@@ -122,6 +122,14 @@ def _drive(
         for handle in handles:
             ray.kill(handle)
     return jobs, writers.reports
+
+
+def _prepare_cap(settings: Settings) -> int | Callable[[], int]:
+    """PREPARE_IN_FLIGHT, or twice the cluster's CPUs as it is now (at least 8, so that an
+    autoscaled cluster starting with no worker sees demand and grows)."""
+    if settings.prepare_in_flight:
+        return settings.prepare_in_flight
+    return lambda: max(8, 2 * int(ray.cluster_resources().get("CPU", 0)))
 
 
 @contextlib.contextmanager

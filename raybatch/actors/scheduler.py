@@ -71,7 +71,7 @@ class PrepareScheduler:
         tasks: PrepareTasks,
         *,
         worker_id: str,
-        max_in_flight: int,
+        max_in_flight: int | Callable[[], int],
         max_backlog_bytes: int,
         lease_seconds: float,
         max_attempts: int,
@@ -83,7 +83,8 @@ class PrepareScheduler:
         self._wait, self._get = wait, get
         self._tasks = tasks
         self._worker_id = worker_id
-        self._max_in_flight = max(1, max_in_flight)
+        # A callable cap follows the cluster as the autoscaler adds or removes nodes.
+        self._cap = max_in_flight if callable(max_in_flight) else (lambda: max_in_flight)
         self._max_backlog = max_backlog_bytes
         self._lease_seconds = lease_seconds
         self._max_attempts = max_attempts
@@ -153,7 +154,8 @@ class PrepareScheduler:
             self._finish(job.id)
 
     def _launch(self, backlog_bytes: int) -> None:
-        while self._queue and len(self._in_flight) < self._max_in_flight:
+        cap = max(1, self._cap())
+        while self._queue and len(self._in_flight) < cap:
             if backlog_bytes + self._expected_bytes() >= self._max_backlog:
                 return
             job_id, plan = self._queue.popleft()
