@@ -61,6 +61,7 @@ class EndToEnd:
     writer_idle_mb: float  # the same before any write
     writer_report_peak_mb: float  # the largest one writer reported (its ru_maxrss)
     sources_peak_mb: float  # source MB the writers held at once, from the write intervals
+    write_seconds: float = 0.0  # the writers' busy time, summed over jobs
     first_chunk_at: float | None = None  # seconds into the run when the first chunk was prepared
     prepared_at: float | None = None  # ... when every page was prepared
     answered_at: float | None = None  # ... and when every job had its answers
@@ -140,6 +141,7 @@ def figures(settings: Settings, cores: int, single: Timing, prepare: Timing, e2e
         "e2e_first_chunk_at_s": _round(e2e.first_chunk_at),
         "e2e_prepared_at_s": _round(e2e.prepared_at),
         "e2e_answered_at_s": _round(e2e.answered_at),
+        "e2e_write_seconds": round(e2e.write_seconds, 2),
         "jobs": e2e.jobs,
         "jobs_failed": e2e.failed,
         "request_mb": round(e2e.request_bytes / 1e6, 2),
@@ -172,7 +174,7 @@ def report(result: dict[str, Any], say: Callable[[str], None] = print) -> None:
     say(
         f"end to end, zero-latency emulator: {r['e2e_seconds']:.1f} s = {r['e2e_over_prepare']}x prepare "
         f"(first chunk prepared at {r['e2e_first_chunk_at_s']} s, all pages at {r['e2e_prepared_at_s']} s, "
-        f"all answered at {r['e2e_answered_at_s']} s)"
+        f"all answered at {r['e2e_answered_at_s']} s; writers busy {r['e2e_write_seconds']} s in all)"
     )
     say(
         f"batches: {r['batches']} for {r['request_mb']:.1f} MB of requests at {r['batch_max_mb']} MB each "

@@ -1,7 +1,7 @@
 """The pipeline benchmark (a script, not a test), on generated scanned bundles.
 
-    python bench/run.py --quick          # 4 bundles, ~120 pages: a couple of minutes on 2 cores
-    python bench/run.py --bundles 12     # bigger
+    python bench/run.py --quick          # 6 bundles, ~170 pages: about a minute on 2 quiet cores
+    python bench/run.py                  # 16 bundles, ~470 pages
 
 Measures, on image-only pages with OCR off by default (``--ocr`` turns an engine on):
   single_process_pages_per_s   one process preparing chunk after chunk: render + encode (per-core limit)
@@ -35,8 +35,8 @@ from raybatch.settings import Settings, load_settings
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="4 bundles (unless --bundles is given)")
-    parser.add_argument("--bundles", type=int, default=None, help="scanned bundles (default 12, quick 4)")
+    parser.add_argument("--quick", action="store_true", help="6 bundles (unless --bundles is given)")
+    parser.add_argument("--bundles", type=int, default=None, help="scanned bundles (default 16, quick 6)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--batch-max-mb", type=int, default=5, help="BATCH_MAX_MB for the run")
     parser.add_argument("--poll-interval", type=float, default=1.0, help="POLL_INTERVAL for the run")
@@ -88,7 +88,7 @@ def best(timings: Iterable[Timing]) -> Timing:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    bundles = args.bundles or (4 if args.quick else 12)
+    bundles = args.bundles or (6 if args.quick else 16)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     ray_environment()
     load_before = os.getloadavg()[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from raybatch.samples import plan_corpus
+from raybatch.samples.plan import PlannedBundle
 from raybatch.samples.render import render_bundle
 
 
@@ -27,7 +28,7 @@ def write_scanned_bundles(out_dir: Path, bundles: int, seed: int = 7, max_pages:
     return paths
 
 
-def _keep_first_pages(bundle, max_pages: int) -> None:  # type: ignore[no-untyped-def]
+def _keep_first_pages(bundle: PlannedBundle, max_pages: int) -> None:
     """Cut the bundle's documents so it holds at most ``max_pages`` pages."""
     kept, room = [], max_pages
     for doc in bundle.documents:

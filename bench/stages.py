@@ -65,7 +65,8 @@ def prepare_only(settings: Settings, paths: Sequence[Path], tick: float = 0.01) 
         lease_seconds=600,
         max_attempts=settings.prepare_max_attempts,
     )
-    ready, request_bytes = set(), 0
+    ready: set[int] = set()
+    request_bytes = 0
     started = time.perf_counter()
     scheduler.claim(jobs)
     while len(ready) < len(jobs) and not scheduler.idle:
@@ -108,6 +109,7 @@ def end_to_end(settings: Settings, paths: Sequence[Path]) -> EndToEnd:
         writer_idle_mb=sampler.idle_mb,
         writer_report_peak_mb=max((w.peak_rss_mb for w in writes), default=0.0),
         sources_peak_mb=sources_peak_mb((w.started, w.ended, w.source_mb) for w in writes),
+        write_seconds=sum(w.ended - w.started for w in writes),
         first_chunk_at=phases.first_chunk_at,
         prepared_at=phases.prepared_at,
         answered_at=phases.answered_at,
