@@ -24,11 +24,11 @@ from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.models import JobStatus
 from raybatch.pipeline import run
 from raybatch.register import Registrar
-from raybatch.runtime import RayPrepareTasks, prepare_chunk
 from raybatch.settings import Settings, StateSettings, StoreSettings
 from raybatch.sources import list_sources
 from raybatch.state import open_state
 from raybatch.steps.chunk import ChunkPlan
+from raybatch.tasks import RayPrepareTasks, prepare_chunk
 
 WRITER_TITLE = "ray::WriterActor"  # Ray's process title for the writer actors (".write" while busy)
 

@@ -26,11 +26,12 @@ from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.actors.writer import WriteReport
 from raybatch.models import JobRecord, JobStatus
 from raybatch.register import Registrar
-from raybatch.runtime import RayPrepareTasks, connect, get_coordinator, start_writers
+from raybatch.runtime import connect, get_coordinator, start_writers
 from raybatch.settings import Settings, StateSettings, StoreSettings
 from raybatch.sources import list_sources
 from raybatch.state import open_state
 from raybatch.steps.pack import megabytes
+from raybatch.tasks import RayPrepareTasks
 
 log = logging.getLogger(__name__)
 
@@ -115,13 +116,20 @@ def _drive(
         lease_seconds=settings.lease_seconds,
         max_attempts=settings.max_attempts,
     )
-    parts = DriverParts(scheduler, writers, coordinator=lambda: get_coordinator(settings), call=ray.get)
+    parts = DriverParts(
+        scheduler, writers, coordinator=lambda: get_coordinator(settings), call=ray.get, ready=_ready
+    )
     try:
         jobs = Driver(state, job_ids, parts, lease_seconds=settings.lease_seconds).run(on_progress)
     finally:
         for handle in handles:
             ray.kill(handle)
     return jobs, writers.reports
+
+
+def _ready(ref: object) -> bool:
+    done, _ = ray.wait([ref], timeout=0)
+    return bool(done)
 
 
 def _prepare_cap(settings: Settings) -> int | Callable[[], int]:

@@ -1,7 +1,8 @@
-"""The Ray side: joining or starting Ray, the prepare tasks, the coordinator and writer actors.
+"""The Ray side: joining or starting Ray, the coordinator and writer actors (the prepare tasks are
+in ``raybatch.tasks``, so a prepare worker never imports the Claude SDK).
 
-Everything here is a thin shell around plain classes (``ChunkPreparer``, ``BatchCoordinator``,
-``ResultWriter``) so the logic is tested without Ray and the shells stay readable in the dashboard.
+Everything here is a thin shell around plain classes (``BatchCoordinator``, ``ResultWriter``) so the
+logic is tested without Ray and the shells stay readable in the dashboard.
 """
 
 from __future__ import annotations
@@ -14,25 +15,20 @@ from typing import Any
 import ray
 
 from raybatch.actors.coordinator import BatchCoordinator
-from raybatch.actors.prepare import ChunkPreparer, ChunkSummary, PreparedChunk, memory_estimate
 from raybatch.actors.writer import ResultWriter, WriteReport
 from raybatch.errors import ConfigError
 from raybatch.metrics import Metrics
-from raybatch.models import JobRecord, Lease
+from raybatch.models import Lease
 from raybatch.objects import open_store
-from raybatch.ocr import open_ocr
 from raybatch.settings import (
     ClaudeSettings,
-    OcrSettings,
     PrepareSettings,
     Settings,
     StateSettings,
     StoreSettings,
     WriterSettings,
 )
-from raybatch.sources import read_source
-from raybatch.state import SqlStateStore, open_state
-from raybatch.steps.chunk import ChunkPlan
+from raybatch.state import open_state
 
 log = logging.getLogger(__name__)
 
@@ -64,64 +60,6 @@ def limit_oom_retries(settings: Settings) -> None:
     """Bound Ray's retries of OOM-killed tasks (unbounded by default); call before ``ray.init``."""
     # Attempts are also counted in the DB, so a page bomb ends as a failed job, not a loop.
     os.environ.setdefault("RAY_task_oom_retries", str(max(0, settings.prepare_max_attempts - 1)))
-
-
-def _preparer(settings: Settings) -> tuple[ChunkPreparer, SqlStateStore]:
-    """One preparer per worker process: the OCR engine's models load once."""
-    key = settings.model_dump_json(include={"database_url", "ocr_engine", "vision_endpoint", "claude_model"})
-    cached = _WORKER_CACHE.get(key)
-    if cached is None:
-        state = open_state(settings.section(StateSettings))
-        ocr = open_ocr(settings.section(OcrSettings))
-        preparer = ChunkPreparer(
-            settings.section(PrepareSettings),
-            settings.section(ClaudeSettings),
-            settings.section(OcrSettings),
-            ocr,
-            cache=state,
-        )
-        cached = _WORKER_CACHE[key] = (preparer, state)
-    return cached
-
-
-_WORKER_CACHE: dict[str, tuple[ChunkPreparer, SqlStateStore]] = {}
-
-
-@ray.remote(max_retries=2)
-def load_source(settings: Settings, uri: str) -> bytes:
-    """Read a source's bytes into the object store, once per job."""
-    return read_source(uri, settings.section(StoreSettings))
-
-
-@ray.remote(max_retries=2, retry_exceptions=False)
-def prepare_chunk(
-    settings: Settings, job: JobRecord, plan: ChunkPlan, data: bytes
-) -> tuple[ChunkSummary, PreparedChunk]:
-    """Render, read and package one chunk."""
-    preparer, _ = _preparer(settings)
-    chunk = preparer.prepare(job, plan, data)
-    return chunk.summary(), chunk
-
-
-class RayPrepareTasks:
-    """Launches the prepare stage's tasks with readable names and honest memory requests."""
-
-    def __init__(self, settings: Settings) -> None:
-        self._settings = ray.put(settings)
-        self._cpus = 1.0 / settings.ocr_workers
-
-    def load(self, job: JobRecord) -> Any:
-        return load_source.options(name=f"load job_{job.id}").remote(self._settings, job.source_uri)
-
-    def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
-        options = {
-            "name": f"prepare job_{job.id} chunk_{plan.n}",
-            "memory": memory_estimate(job.size_bytes, len(plan.pages)),
-            "num_cpus": self._cpus,
-            "num_returns": 2,
-        }
-        summary, payload = prepare_chunk.options(**options).remote(self._settings, job, plan, source)
-        return summary, payload
 
 
 class CoordinatorActor:

@@ -54,6 +54,7 @@ class DriverParts:
     writers: WriterPool
     coordinator: Callable[[], Any]  # returns a handle; called again after the actor died
     call: Callable[[Any], Any] = field(default=lambda ref: ref)  # ray.get in production
+    ready: Callable[[Any], bool] = field(default=lambda ref: True)  # is a result there (ray.wait)
 
 
 class Driver:
@@ -83,6 +84,7 @@ class Driver:
         self._started = monotonic()
         self._documents = 0
         self._snapshot: Any = None
+        self._snapshot_ref: Any = None
 
     def run(self, on_progress: Callable[[Progress], None] | None = None) -> list[JobRecord]:
         """Tick until every job of the run ended; returns the jobs as they ended."""
@@ -104,7 +106,7 @@ class Driver:
         # Pending jobs, and jobs a dead driver was preparing (claimed once its lease expired).
         unclaimed = by_status.get(JobStatus.PENDING, []) + by_status.get(JobStatus.PREPARING, [])
         self._parts.scheduler.claim(j.id for j in unclaimed if not self._parts.scheduler.holds(j.id))
-        self._snapshot = self._call("snapshot")
+        self._refresh_snapshot()
         backlog = self._snapshot.pending_bytes if self._snapshot else 0
         for ready in self._parts.scheduler.tick(backlog):
             self._offer(ready)
@@ -147,6 +149,21 @@ class Driver:
                 if attempt == 1 and method != "offer":
                     self._reoffer_all()
         return None
+
+    def _refresh_snapshot(self) -> None:
+        """Take the coordinator's snapshot when it is there, without waiting: the first ticks
+        prepare while the actor is still starting."""
+        if self._snapshot_ref is None:
+            self._snapshot_ref = self._coordinator.snapshot.remote()
+        if not self._parts.ready(self._snapshot_ref):
+            return
+        ref, self._snapshot_ref = self._snapshot_ref, None
+        try:
+            self._snapshot = self._parts.call(ref)
+        except RayActorError as exc:
+            log.warning("coordinator unavailable (%s); reconnecting", type(exc).__name__)
+            self._coordinator = self._parts.coordinator()
+            self._reoffer_all()
 
     def _reoffer_all(self) -> None:
         for ready in list(self._offered.values()):
