@@ -1,0 +1,91 @@
+"""The CLI's commands that need no Ray: samples, status, pause/resume, cancel, eval (and bad flags)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from raybatch.cli import main
+from raybatch.ids import sha256_file
+from raybatch.models import DocumentRecord, JobStatus, SourceKind
+from raybatch.settings import StateSettings
+from raybatch.state import SqlStateStore, open_state
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'state.db'}"
+
+
+def state_of(db: str) -> SqlStateStore:
+    return open_state(StateSettings(database_url=db))
+
+
+def last_json(out: str) -> dict:
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_samples_writes_bundles_and_truth(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["samples", str(tmp_path / "s"), "--bundles", "2", "--seed", "3"]) == 0
+    truth = json.loads((tmp_path / "s" / "truth.json").read_text())
+    assert [b["file"] for b in truth["bundles"]] == ["bundle_000.pdf", "bundle_001.pdf"]
+    assert "wrote 2 bundles" in capsys.readouterr().out
+
+
+def test_status_json_pause_resume_and_cancel(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    job, _ = state_of(db).register_job(
+        sha256="a" * 64, source_uri="file:///x.pdf", source_name="x.pdf", kind=SourceKind.PDF, size_bytes=3
+    )
+    assert main(["pause", "--db", db]) == 0
+    assert main(["status", "--db", db, "--json"]) == 0
+    summary = last_json(capsys.readouterr().out)
+    assert summary["paused"] is True and summary["by_status"]["pending"] == 1
+    assert main(["resume", "--db", db]) == 0
+    assert main(["cancel", str(job.id), "--db", db]) == 0
+    assert main(["cancel", str(job.id), "--db", db]) == 1  # already ended
+    capsys.readouterr()
+    assert main(["status", "--db", db, "--json", "--jobs"]) == 0
+    summary = last_json(capsys.readouterr().out)
+    assert summary["paused"] is False
+    assert summary["job_list"][0]["status"] == "canceled"
+
+
+def test_eval_json_scores_what_the_database_holds(
+    tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["samples", str(tmp_path / "s"), "--bundles", "2"]) == 0
+    truth = json.loads((tmp_path / "s" / "truth.json").read_text())
+    state = state_of(db)
+    for bundle in truth["bundles"]:
+        path = tmp_path / "s" / bundle["file"]
+        job, _ = state.register_job(
+            sha256=sha256_file(path),
+            source_uri=path.as_uri(),
+            source_name=bundle["file"],
+            kind=SourceKind.PDF,
+            size_bytes=path.stat().st_size,
+        )
+        docs = [
+            DocumentRecord(job.id, d["index"], d["first_page"], d["last_page"], d["type"])
+            for d in bundle["documents"]
+        ]
+        docs[-1] = DocumentRecord(job.id, docs[-1].index, docs[-1].first_page, docs[-1].last_page, "other")
+        state.upsert_documents(job.id, docs)
+        state.transition(job.id, [JobStatus.PENDING], JobStatus.COMPLETED)
+    capsys.readouterr()
+    assert main(["eval", "--truth", str(tmp_path / "s" / "truth.json"), "--db", db, "--json"]) == 0
+    figures = last_json(capsys.readouterr().out)
+    expected = sum(len(b["documents"]) for b in truth["bundles"])
+    assert figures["boundary_f1"] == 1.0
+    assert figures["documents_expected"] == figures["documents_found"] == expected
+    assert figures["type_accuracy"] == pytest.approx((expected - 2) / expected)
+    for key in ("boundary_precision", "boundary_recall"):
+        assert figures[key] == 1.0
+
+
+def test_bad_settings_exit_2_naming_the_variable(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("POLL_INTERVAL", "often")
+    assert main(["status"]) == 2
+    assert "POLL_INTERVAL" in capsys.readouterr().err
