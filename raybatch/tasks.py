@@ -80,5 +80,6 @@ class RayPrepareTasks:
             "num_cpus": self._cpus,
             "num_returns": 2,
         }
-        summary, payload = prepare_chunk.options(**options).remote(self._settings, job, plan, source)
+        refs: Any = prepare_chunk.options(**options).remote(self._settings, job, plan, source)
+        summary, payload = refs  # num_returns=2: one ref each
         return summary, payload

