@@ -100,3 +100,34 @@ def test_the_sql_store_has_every_method_of_the_port_with_the_same_signature() ->
         assert [p.default for p in port.parameters.values()] == [
             p.default for p in sql.parameters.values()
         ], name
+
+
+def test_a_database_at_an_older_revision_upgrades_with_its_rows(db_url: str) -> None:
+    """0001 → head: the chunks made before rotations existed keep their rows and read as none."""
+    from alembic import command
+
+    from raybatch.state.migrate import alembic_config
+
+    engine = sa.create_engine(db_url)
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "0001")
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("chunks")}
+    assert "rotations" not in columns
+    store = SqlStateStore.from_url(db_url)
+    job = register(store, 41)[0].id
+    with engine.begin() as conn:  # a row as 0001 wrote it: no rotations column
+        conn.execute(
+            sa.text(
+                "INSERT INTO chunks (job_id, n, first_page, last_page, custom_id, processing_key, status, "
+                "request_bytes, attempts, input_tokens, output_tokens, cache_read_tokens, "
+                "cache_creation_tokens, created_at, updated_at) VALUES (:job, 0, 1, 8, :cid, 'k', "
+                "'prepared', 10, 0, 0, 0, 0, 0, :now, :now)"
+            ),
+            {"job": job, "cid": f"job_{job}_batch_0", "now": "2030-01-01 00:00:00+00:00"},
+        )
+    store.migrate()
+    assert store.schema_revision() == head_revision()
+    [upgraded] = store.get_chunks(job)
+    assert (upgraded.custom_id, upgraded.rotations) == (f"job_{job}_batch_0", {})
+    engine.dispose()
+    store.close()
