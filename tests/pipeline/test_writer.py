@@ -1,0 +1,165 @@
+"""ResultWriter without Ray: documents, thumbnails, rows, groups, manifest and table from answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from raybatch.actors.writer import ResultWriter, documents_at_once, page_rotations
+from raybatch.claude.rules import answer_from_truth
+from raybatch.ids import custom_id, sha256_file
+from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, SourceKind
+from raybatch.objects import MemoryObjectStore
+from raybatch.samples import write_samples
+from raybatch.settings import ClaudeSettings, PrepareSettings, StateSettings, StoreSettings
+from raybatch.state import SqlStateStore, open_state
+from raybatch.steps.chunk import plan_chunks
+from raybatch.steps.table import read_documents_table
+
+MB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    folder = tmp_path_factory.mktemp("corpus")
+    return folder, write_samples(folder, bundles=2, seed=7)
+
+
+def answered_job(state: SqlStateStore, folder: Path, bundle: dict) -> int:
+    """A job whose chunks hold the truth's answers, ready for a writer."""
+    path = folder / bundle["file"]
+    job, _ = state.register_job(
+        sha256=sha256_file(path),
+        source_uri=path.as_uri(),
+        source_name=bundle["file"],
+        kind=SourceKind.PDF,
+        size_bytes=path.stat().st_size,
+    )
+    chunks = []
+    for plan in plan_chunks(bundle["pages"]):
+        answer = answer_from_truth(bundle, list(plan.pages)).model_dump_json()
+        chunks.append(
+            ChunkRecord(
+                job.id,
+                plan.n,
+                plan.first,
+                plan.last,
+                custom_id(job.id, plan.n),
+                "k",
+                ChunkStatus.SUCCEEDED,
+                answer=answer,
+                input_tokens=1000,
+                output_tokens=100,
+            )
+        )
+    state.save_chunks(job.id, chunks)
+    state.transition(job.id, [JobStatus.PENDING], JobStatus.ANSWERED, pages=bundle["pages"])
+    return job.id
+
+
+def write(state: SqlStateStore, store: MemoryObjectStore, job_id: int) -> None:
+    writer = ResultWriter(
+        state, store, sources=StoreSettings(), prepare=PrepareSettings(), claude=ClaudeSettings()
+    )
+    [lease] = state.claim_jobs(
+        worker_id="w",
+        from_statuses=[JobStatus.ANSWERED],
+        to_status=JobStatus.WRITING,
+        lease_seconds=60,
+        limit=1,
+        job_ids=[job_id],
+    )
+    report = writer.write(lease)
+    assert report.status is JobStatus.COMPLETED, report.error
+
+
+def test_a_job_becomes_documents_rows_groups_manifest_and_table(tmp_path: Path, corpus) -> None:  # type: ignore[no-untyped-def]
+    folder, truth = corpus
+    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    store = MemoryObjectStore()
+    jobs = [answered_job(state, folder, bundle) for bundle in truth["bundles"]]
+    for job_id in jobs:
+        write(state, store, job_id)
+    for job_id, bundle in zip(jobs, truth["bundles"], strict=True):
+        rows = state.list_documents(job_id)
+        assert [(d.first_page, d.last_page, d.doc_type) for d in rows] == [
+            (d["first_page"], d["last_page"], d["type"]) for d in bundle["documents"]
+        ]
+        for row, expected in zip(rows, bundle["documents"], strict=True):
+            with pymupdf.open("pdf", store.get(row.pdf_key)) as pdf:
+                turns = [p.rotation for p in pdf]
+            pages = range(expected["first_page"], expected["last_page"] + 1)
+            assert turns == [bundle["page_info"][p - 1]["rotation"] for p in pages]
+            assert store.head(row.pdf_key).metadata["source-name"] == bundle["file"]
+        manifest = json.loads(store.get(f"jobs/{job_id}/manifest.json"))
+        assert [d["index"] for d in manifest["documents"]] == [d.index for d in rows]
+        assert manifest["estimated_cost_usd"] > 0
+    grouped = {d.group_key for d in state.list_documents() if d.group_key}
+    assert len(grouped) >= 2
+    table = read_documents_table(store.get(f"tables/documents/job_id={jobs[0]}/part-0.parquet"))
+    assert table.num_rows == len(state.list_documents(jobs[0]))
+
+
+def test_writing_again_rewrites_the_same_keys_and_drops_stale_ones(tmp_path: Path, corpus) -> None:  # type: ignore[no-untyped-def]
+    folder, truth = corpus
+    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    store = MemoryObjectStore()
+    job_id = answered_job(state, folder, truth["bundles"][0])
+    write(state, store, job_id)
+    first = {k: store.get(k) for k in store.list("")}
+    rows = state.list_documents(job_id)
+    state.transition(job_id, [JobStatus.COMPLETED], JobStatus.ANSWERED)
+    write(state, store, job_id)
+    assert {k: store.get(k) for k in store.list("")} == first  # same keys, same bytes
+    assert state.list_documents(job_id) == rows
+    store.put(f"jobs/{job_id}/documents/99.pdf", b"left by an older answer")
+    state.transition(job_id, [JobStatus.COMPLETED], JobStatus.ANSWERED)
+    write(state, store, job_id)
+    assert f"jobs/{job_id}/documents/99.pdf" not in set(store.list(""))
+
+
+def test_a_source_that_changed_fails_its_job(tmp_path: Path, corpus) -> None:  # type: ignore[no-untyped-def]
+    folder, truth = corpus
+    copy = tmp_path / "moved"
+    copy.mkdir()
+    bundle = truth["bundles"][1]
+    (copy / bundle["file"]).write_bytes((folder / bundle["file"]).read_bytes())
+    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    job_id = answered_job(state, copy, bundle)
+    (copy / bundle["file"]).write_bytes((folder / "bundle_000.pdf").read_bytes())  # other pages now
+    writer = ResultWriter(
+        state,
+        MemoryObjectStore(),
+        sources=StoreSettings(),
+        prepare=PrepareSettings(),
+        claude=ClaudeSettings(),
+    )
+    [lease] = state.claim_jobs(
+        worker_id="w",
+        from_statuses=[JobStatus.ANSWERED],
+        to_status=JobStatus.WRITING,
+        lease_seconds=60,
+        limit=1,
+        job_ids=[job_id],
+    )
+    report = writer.write(lease)
+    assert report.status is JobStatus.FAILED
+    assert "pages" in (state.get_job(job_id).error_message or "")
+
+
+@pytest.mark.parametrize(("size_mb", "at_once"), [(0.5, 4), (19.9, 4), (20, 2), (50, 2), (50.1, 1), (900, 1)])
+def test_documents_at_once_by_source_size(size_mb: float, at_once: int) -> None:
+    assert documents_at_once(int(size_mb * MB)) == at_once
+
+
+def test_page_rotations_add_what_preparing_found_and_what_claude_saw() -> None:
+    from raybatch.steps.stitch import StitchedDocument
+
+    chunk = ChunkRecord(
+        1, 0, 1, 3, "job_1_batch_0", "k", ChunkStatus.SUCCEEDED, rotations={1: 90, 2: 0, 3: 180}
+    )
+    doc = StitchedDocument(1, 3, "invoice", rotations={1: 0, 2: 270, 3: 180})  # type: ignore[arg-type]
+    assert page_rotations([chunk], [doc]) == {1: 90, 2: 270, 3: 0}
