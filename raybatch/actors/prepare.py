@@ -21,6 +21,7 @@ from raybatch.steps.render import (
     RenderOptions,
     encode,
     encode_png,
+    fit_for_claude,
     rasterize,
     text_layer,
     upright,
@@ -144,7 +145,7 @@ class ChunkPreparer:
 
     def _finish(self, raster: PageRaster, text: PageText) -> RenderedPage:
         """Turn the page upright and encode it for Claude."""
-        image = upright(raster.image, text.rotation)
+        image = fit_for_claude(upright(raster.image, text.rotation))
         data, media_type = encode(image, self._prepare.image_format, self._prepare.image_quality)
         return RenderedPage(
             page=raster.page,

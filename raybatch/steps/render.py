@@ -17,6 +17,9 @@ from raybatch.errors import InvalidSource
 from raybatch.models import PageText
 
 MAX_ZOOM = 300 / 72  # never render finer than 300 dpi, even for small pages
+# Claude scales larger images down to about 1 600 tokens (width x height / 750): pixels past that
+# cost bytes and upload time and add nothing. OCR still reads the full-size raster.
+CLAUDE_MAX_PIXELS = 1600 * 750
 MIN_TEXT_CHARS = 16  # fewer visible characters than this is not a usable text layer
 
 # Clockwise degrees that make the page upright, by the direction text runs (PyMuPDF: y grows down).
@@ -124,6 +127,16 @@ def usable_text(text: str) -> bool:
         return False
     broken = sum(1 for c in visible if c == "\ufffd" or (ord(c) < 32))
     return broken / len(visible) < 0.1
+
+
+def fit_for_claude(image: Image.Image, max_pixels: int = CLAUDE_MAX_PIXELS) -> Image.Image:
+    """The image scaled down (aspect kept) to at most ``max_pixels``; unchanged when it fits."""
+    pixels = image.width * image.height
+    if pixels <= max_pixels:
+        return image
+    scale = (max_pixels / pixels) ** 0.5
+    size = (max(1, int(image.width * scale)), max(1, int(image.height * scale)))
+    return image.resize(size, Image.Resampling.LANCZOS)
 
 
 def upright(image: Image.Image, rotation: int) -> Image.Image:

@@ -71,3 +71,14 @@ def test_encode_formats(fmt: str, media: str) -> None:
     data, media_type = encode(Image.new("RGB", (64, 32), "white"), fmt, 80)
     assert media_type == media
     assert Image.open(io.BytesIO(data)).size == (64, 32)
+
+
+def test_images_for_claude_stay_within_about_1600_tokens() -> None:
+    from raybatch.steps.render import CLAUDE_MAX_PIXELS, fit_for_claude
+
+    a4 = Image.new("RGB", (1109, 1568), "white")
+    fitted = fit_for_claude(a4)
+    assert fitted.width * fitted.height <= CLAUDE_MAX_PIXELS
+    assert abs(fitted.width / fitted.height - 1109 / 1568) < 0.01
+    small = Image.new("RGB", (800, 600), "white")
+    assert fit_for_claude(small) is small
