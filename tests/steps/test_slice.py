@@ -15,7 +15,7 @@ LINE = "Invoice No. 42 from Acme Trading"
 TOP_BAR = {0: (0, 0, WIDTH, 40), 90: (0, 0, 40, HEIGHT), 180: (0, HEIGHT - 40, WIDTH, HEIGHT),
            270: (WIDTH - 40, 0, WIDTH, HEIGHT)}
 ORIGIN = {0: (60, 300), 90: (300, 700), 180: (540, 500), 270: (300, 100)}
-QPDF_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "qpdf"
+QPDF_CORPUS = Path(__file__).resolve().parents[1] / "data" / "qpdf"  # real damaged and encrypted PDFs
 
 
 def _source(pages: int = 3) -> pymupdf.Document:
@@ -125,8 +125,6 @@ def test_rotation_must_be_a_right_angle() -> None:
 
 def test_inherited_rotate_is_kept() -> None:
     path = QPDF_CORPUS / "inherited-rotate.pdf"
-    if not path.is_file():
-        pytest.skip("qpdf corpus not present")
     source = pymupdf.open(path)
     sliced = pymupdf.open("pdf", slice_document(source, 1, 1, {}))
     assert sliced[0].rotation == source[0].rotation == 90
@@ -134,8 +132,6 @@ def test_inherited_rotate_is_kept() -> None:
 
 def test_damaged_source_with_a_dangling_reference_still_slices() -> None:
     path = QPDF_CORPUS / "bad34.pdf"  # opens and renders, but a plain page copy fails
-    if not path.is_file():
-        pytest.skip("qpdf corpus not present")
     source = pymupdf.open(path)
     with pytest.raises(RuntimeError):
         pymupdf.open().insert_pdf(source)
@@ -148,9 +144,8 @@ def test_every_openable_qpdf_file_slices_or_fails_with_a_reason() -> None:
     from raybatch.errors import InvalidSource
     from raybatch.steps.source import detect_kind, open_source, render_check
 
-    files = sorted(QPDF_CORPUS.glob("*.pdf")) if QPDF_CORPUS.is_dir() else []
-    if not files:
-        pytest.skip("qpdf corpus not present")
+    files = sorted(QPDF_CORPUS.glob("*.pdf"))
+    assert files
     sliced = 0
     for path in files:
         data = path.read_bytes()
