@@ -25,7 +25,7 @@ class FakeTasks:
     def __init__(self) -> None:
         self.launched: list[tuple[int, int]] = []
         self.done: set[Any] = set()
-        self.failing: set[tuple[int, int]] = set()
+        self.failing: dict[tuple[int, int], BaseException] = {}
 
     def load(self, job: JobRecord) -> Any:
         return ("source", job.id)
@@ -40,11 +40,7 @@ class FakeTasks:
     def get(self, ref: Any) -> ChunkSummary:
         _, job_id, n, first, last = ref
         if (job_id, n) in self.failing:
-            from ray.exceptions import RayTaskError
-
-            raise RayTaskError(
-                "prepare_chunk", "traceback", InvalidSource(f"page {first} cannot be rendered")
-            )
+            raise self.failing[job_id, n]
         record = ChunkRecord(
             job_id, n, first, last, custom_id(job_id, n), "key", ChunkStatus.PREPARED, REQUEST_BYTES
         )
@@ -119,7 +115,11 @@ def test_the_coordinators_backlog_holds_new_launches(state: SqlStateStore) -> No
 def test_a_chunk_that_cannot_be_prepared_fails_its_job_only(state: SqlStateStore) -> None:
     bad, good = pending_job(state, 1, pages=16), pending_job(state, 2, pages=8)
     tasks = FakeTasks()
-    tasks.failing.add((bad, 1))
+    from ray.exceptions import RayTaskError
+
+    tasks.failing[bad, 1] = RayTaskError(
+        "prepare_chunk", "traceback", InvalidSource("page 9 cannot be rendered")
+    )
     sched = scheduler(state, tasks, 8)
     sched.claim([bad, good])
     ready = []
@@ -143,3 +143,39 @@ def test_chunks_already_answered_are_not_prepared_again(state: SqlStateStore) ->
     sched.claim([job])
     sched.tick(0)
     assert tasks.launched == [(job, 1)]
+
+
+def test_a_job_whose_prepare_keeps_dying_ends_failed_not_in_a_loop(tmp_path: Path) -> None:
+    """Each claim counts an attempt in the DB; past PREPARE_MAX_ATTEMPTS the job fails."""
+    from datetime import UTC, datetime, timedelta
+
+    now = [datetime(2030, 1, 1, tzinfo=UTC)]
+    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 's.db'}"), now=lambda: now[0])
+    job = pending_job(state, 1, pages=8)
+    for attempt in (1, 2, 3):
+        sched = scheduler(state, FakeTasks(), 8)  # a fresh driver after the last one died
+        assert sched.claim([job]) == 1
+        assert state.get_job(job).attempts == attempt
+        now[0] += timedelta(seconds=61)  # the dead driver's lease runs out
+    sched = scheduler(state, FakeTasks(), 8)
+    sched.claim([job])
+    failed = state.get_job(job)
+    assert failed.status is JobStatus.FAILED
+    assert failed.error_class == "AttemptsExhausted"
+
+
+def test_a_worker_killed_for_memory_fails_its_job_with_the_reason(state: SqlStateStore) -> None:
+    from ray.exceptions import OutOfMemoryError
+
+    job = pending_job(state, 1, pages=8)
+    tasks = FakeTasks()
+    sched = scheduler(state, tasks, 8)
+    sched.claim([job])
+    sched.tick(0)
+    tasks.failing[job, 0] = OutOfMemoryError("the task used too much memory")
+    tasks.finish_all(sched)
+    assert sched.tick(0) == []
+    failed = state.get_job(job)
+    assert failed.status is JobStatus.FAILED
+    assert failed.error_class == "OutOfMemoryError"
+    assert "memory" in (failed.error_message or "")
