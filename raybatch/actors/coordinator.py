@@ -295,10 +295,11 @@ class BatchCoordinator:
             await self._io(self._state.release_chunks, SYNC_BATCH, [r.custom_id for r in requests])
             await self._fail_jobs({r.job_id for r in requests}, exc)
             return
-        await self._io(self._filer.file, SYNC_BATCH, [r.custom_id for r in requests], outcome.results)
-        if outcome.parked:
+        if outcome.parked:  # never sent: back to prepared, no try counted
             await self._io(self._state.release_chunks, SYNC_BATCH, outcome.parked)
             self._park()
+        sent = [r.custom_id for r in requests if r.custom_id not in set(outcome.parked)]
+        await self._io(self._filer.file, SYNC_BATCH, sent, outcome.results)
         await self._settle({r.job_id for r in requests})
 
     def _park(self) -> None:

@@ -209,3 +209,32 @@ def test_malformed_answers_are_repaired_or_retried(emulator: EmulatorServer, sta
 
     job_id = asyncio.run(scenario())
     assert state.get_job(job_id).status is JobStatus.ANSWERED
+
+
+def test_a_spend_limit_parks_work_instead_of_failing_it(
+    emulator: EmulatorServer, state: SqlStateStore
+) -> None:
+    clock = [1000.0]
+
+    async def scenario() -> int:
+        job = prepared_job(state, bundle_texts(0), name="parked", mode="sync")
+        emulator.faults.spend_limit = True
+        coord = BatchCoordinator(claude(emulator), state, autostart=False, monotonic=lambda: clock[0])
+        await offer(coord, job, mode="sync")
+        await coord.flush()
+        await coord.step()
+        await asyncio.gather(*coord._sync_tasks)
+        assert (await coord.snapshot()).parked
+        chunks = state.get_chunks(job.job_id)
+        assert {c.status for c in chunks} == {ChunkStatus.PREPARED}  # parked, not failed
+        assert {c.attempts for c in chunks} == {0}
+        assert state.get_job(job.job_id).status is JobStatus.PREPARED
+        emulator.faults.spend_limit = False
+        await coord.step()
+        assert emulator.app.calls["messages"] <= len(job.chunks)  # nothing sent while parked
+        clock[0] += 3600  # the limit was raised meanwhile
+        await run_until(coord, state, [job.job_id])
+        await coord.stop()
+        return job.job_id
+
+    assert state.get_job(asyncio.run(scenario())).status is JobStatus.ANSWERED
