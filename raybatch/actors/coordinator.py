@@ -235,14 +235,23 @@ class BatchCoordinator:
         return waited >= self._claude.poll_interval
 
     async def _requests_for(self, offers: Sequence[Offer]) -> list[PreparedRequest]:
-        """The requests still owed an answer (prepared or to retry), resolved from their handles."""
+        """The requests still owed an answer (prepared or to retry), resolved from their handles.
+
+        A job whose payloads are gone (its driver died, or a chunk was never offered) is sent back
+        to be prepared again instead of blocking the pass.
+        """
         requests: list[PreparedRequest] = []
         for offer in offers:
             chunks = await self._io(self._state.get_chunks, offer.job_id)
             owed = [c.n for c in chunks if c.status in (ChunkStatus.PREPARED, ChunkStatus.RETRY)]
-            for n in owed:
-                prepared = await self._resolve(offer.chunks[n])
-                requests.append(prepared.request if hasattr(prepared, "request") else prepared)
+            try:
+                resolved = [await self._resolve(offer.chunks[n]) for n in owed]
+            except Exception as exc:  # KeyError, or Ray's OwnerDiedError / ObjectLostError
+                log.warning("job %d: prepared payloads unavailable (%s); prepared again", offer.job_id, exc)
+                self._offers.pop(offer.job_id, None)
+                await self._io(self._state.transition, offer.job_id, [JobStatus.PREPARED], JobStatus.PENDING)
+                continue
+            requests.extend(p.request if hasattr(p, "request") else p for p in resolved)
         return requests
 
     async def _submit_batches(self, requests: Sequence[PreparedRequest]) -> None:

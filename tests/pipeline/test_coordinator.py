@@ -238,3 +238,22 @@ def test_a_spend_limit_parks_work_instead_of_failing_it(
         return job.job_id
 
     assert state.get_job(asyncio.run(scenario())).status is JobStatus.ANSWERED
+
+
+def test_a_job_whose_payloads_are_gone_is_prepared_again(
+    emulator: EmulatorServer, state: SqlStateStore
+) -> None:
+    async def scenario() -> tuple[int, int]:
+        lost = prepared_job(state, bundle_texts(0), name="lost")
+        kept = prepared_job(state, bundle_texts(1), name="kept")
+        coord = coordinator(emulator, state)
+        await coord.offer(lost.job_id, {0: lost.chunks[0]}, "batch", 1)  # chunk 1.. never offered
+        await offer(coord, kept)
+        await coord.flush()
+        await run_until(coord, state, [kept.job_id])
+        await coord.stop()
+        return lost.job_id, kept.job_id
+
+    lost_id, kept_id = asyncio.run(scenario())
+    assert state.get_job(lost_id).status is JobStatus.PENDING
+    assert state.get_job(kept_id).status is JobStatus.ANSWERED
