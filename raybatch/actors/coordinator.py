@@ -39,6 +39,7 @@ T = TypeVar("T")
 SYNC_BATCH = "sync"  # the batch id chunks carry while a synchronous call is under way
 PARK_SECONDS = 600.0  # how long work waits after the account's spend limit was reached
 RESULT_READS = 5  # tries to read one batch's results when the stream is cut
+RESOLVE_SECONDS = 120.0  # a prepared payload not readable by then is treated as lost
 
 
 @dataclass(frozen=True)
@@ -245,7 +246,9 @@ class BatchCoordinator:
             chunks = await self._io(self._state.get_chunks, offer.job_id)
             owed = [c.n for c in chunks if c.status in (ChunkStatus.PREPARED, ChunkStatus.RETRY)]
             try:
-                resolved = [await self._resolve(offer.chunks[n]) for n in owed]
+                resolved = [
+                    await asyncio.wait_for(self._resolve(offer.chunks[n]), RESOLVE_SECONDS) for n in owed
+                ]
             except Exception as exc:  # KeyError, or Ray's OwnerDiedError / ObjectLostError
                 log.warning("job %d: prepared payloads unavailable (%s); prepared again", offer.job_id, exc)
                 self._offers.pop(offer.job_id, None)

@@ -25,6 +25,8 @@ from raybatch.state.port import StateStore
 
 log = logging.getLogger(__name__)
 
+STALL_SECONDS = 120.0  # say what the run waits for after this long without any change
+
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,8 @@ class Driver:
         self._started = monotonic()
         self._documents = 0
         self._snapshot: Any = None
+        self._last_move: Any = None
+        self._moved_at = monotonic()
         self._snapshot_ref: Any = None
 
     def run(self, on_progress: Callable[[Progress], None] | None = None) -> list[JobRecord]:
@@ -98,7 +102,26 @@ class Driver:
             self._tick(jobs)
             if on_progress is not None:
                 on_progress(self._progress(jobs))
+            self._watch(jobs)
             self._sleep(self._tick_seconds)
+
+    def _watch(self, jobs: Sequence[JobRecord]) -> None:
+        """Say what the run waits for when nothing has moved for a while (a long batch, or a fault)."""
+        moved = (tuple((j.id, j.status, j.progress) for j in jobs), self._parts.scheduler.pages_prepared)
+        now = self._monotonic()
+        if moved != self._last_move:
+            self._last_move, self._moved_at = moved, now
+            return
+        if now - self._moved_at < STALL_SECONDS:
+            return
+        self._moved_at = now
+        live = [j for j in jobs if not j.status.terminal]
+        waiting = ", ".join(f"job {j.id} {j.status.value} {j.progress:.0f}%" for j in live)
+        snapshot = self._snapshot
+        log.warning(
+            "no progress for %.0f s; waiting on %s; coordinator: %s; writers running: %d",
+            STALL_SECONDS, waiting[:2000], snapshot, len(self._parts.writers.leases),
+        )
 
     def _tick(self, jobs: list[JobRecord]) -> None:
         by_status = _group(jobs)

@@ -43,6 +43,7 @@ class Background:
     """``run`` in a thread, so the test can act on the system while it works."""
 
     def __init__(self, settings: Settings, source: str) -> None:
+        self.settings = settings
         self.report: RunReport | None = None
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(settings, source), daemon=True)
@@ -54,9 +55,9 @@ class Background:
         except BaseException as exc:
             self.error = exc
 
-    def join(self, timeout: float = 300.0) -> RunReport:
+    def join(self, timeout: float = 240.0) -> RunReport:
         self._thread.join(timeout)
-        assert not self._thread.is_alive(), "the run did not end"
+        assert not self._thread.is_alive(), f"the run did not end: {describe(state_of(self.settings))}"
         if self.error is not None:
             raise self.error
         assert self.report is not None
@@ -65,6 +66,17 @@ class Background:
 
 def state_of(settings: Settings) -> SqlStateStore:
     return open_state(settings.section(StateSettings))
+
+
+def describe(state: SqlStateStore) -> str:
+    """Where every job, chunk and batch stands: the message of a run that did not end."""
+    lines = [
+        f"job {j.id} {j.status.value} {j.error_message or ''} chunks "
+        + str([(c.n, c.status.value, c.batch_id, c.attempts) for c in state.get_chunks(j.id)])
+        for j in state.list_jobs()
+    ]
+    lines.append(f"active batches {[(b.id, b.anthropic_id, b.status.value) for b in state.active_batches()]}")
+    return "\n".join(lines)
 
 
 def batch_in_flight(state: SqlStateStore) -> bool:
@@ -109,6 +121,7 @@ def test_killing_the_coordinator_mid_run(
     assert_written_once(settings, truth, emulator)
 
 
+@pytest.mark.timeout(600)
 def test_killing_the_driver_and_running_again(
     corpus_run: CorpusRun, emulator: EmulatorServer, tmp_path: Path
 ) -> None:
@@ -131,7 +144,7 @@ def test_killing_the_driver_and_running_again(
     finally:
         driver.send_signal(signal.SIGKILL)
         driver.wait()
-    report = run(settings, str(tmp_path / "in"))
+    report = Background(settings, str(tmp_path / "in")).join(timeout=400)
     assert report.ok
     assert_written_once(settings, truth, emulator)
 
