@@ -109,8 +109,10 @@ class ChunkPreparer:
     def prepare(self, job: JobRecord, plan: ChunkPlan, data: bytes) -> PreparedChunk:
         """Render, read and package the chunk's pages."""
         with open_source(data, job.kind, max_page_pixels=self._prepare.max_page_pixels) as doc:
-            rasters = [rasterize(doc[p - 1], self._options) for p in plan.pages]
             texts = [text_layer(doc[p - 1]) for p in plan.pages]
+            rasters = [
+                rasterize(doc[t.page - 1], self._options, for_ocr=self._reads(t)) for t in texts
+            ]
         texts, ocr_pages = self._read_missing(job.sha256, rasters, texts)
         pages = [self._finish(raster, text) for raster, text in zip(rasters, texts, strict=True)]
         request = build_request(
@@ -129,6 +131,10 @@ class ChunkPreparer:
             pages_without_text=tuple(t.page for t in texts if not t.text.strip()),
             ocr_pages=tuple(ocr_pages),
         )
+
+    def _reads(self, text: PageText) -> bool:
+        """Will OCR read this page (so it needs the larger raster)?"""
+        return text.origin == "none" and self._ocr is not None
 
     def _read_missing(
         self, sha256: str, rasters: Sequence[PageRaster], texts: list[PageText]

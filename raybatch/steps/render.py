@@ -56,17 +56,23 @@ def check_page_budget(page: pymupdf.Page, max_pixels: int) -> None:
         )
 
 
-def zoom_for(page: pymupdf.Page, long_edge: int) -> float:
-    """The zoom that makes the page's long edge at most ``long_edge`` pixels."""
+def zoom_for(page: pymupdf.Page, long_edge: int, max_pixels: int | None = None) -> float:
+    """The zoom that makes the page's long edge at most ``long_edge`` pixels (and its area at most
+    ``max_pixels``, when given)."""
     rect = page.rect
     side = max(rect.width, rect.height, 1.0)
-    return min(long_edge / side, MAX_ZOOM)
+    zoom = min(long_edge / side, MAX_ZOOM)
+    if max_pixels is not None:
+        # a hair under: MuPDF rounds the pixmap's sides up
+        zoom = min(zoom, 0.995 * (max_pixels / max(rect.width * rect.height, 1.0)) ** 0.5)
+    return zoom
 
 
-def rasterize(page: pymupdf.Page, options: RenderOptions) -> PageRaster:
-    """Draw one page in RGB at the size Claude reads."""
+def rasterize(page: pymupdf.Page, options: RenderOptions, *, for_ocr: bool = True) -> PageRaster:
+    """Draw one page in RGB: at the long-edge limit when OCR will read it, else only as large as
+    Claude uses (about 1 600 tokens)."""
     check_page_budget(page, options.max_page_pixels)
-    zoom = zoom_for(page, options.long_edge)
+    zoom = zoom_for(page, options.long_edge, None if for_ocr else CLAUDE_MAX_PIXELS)
     try:
         pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
     except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for broken content
@@ -136,7 +142,7 @@ def fit_for_claude(image: Image.Image, max_pixels: int = CLAUDE_MAX_PIXELS) -> I
         return image
     scale = (max_pixels / pixels) ** 0.5
     size = (max(1, int(image.width * scale)), max(1, int(image.height * scale)))
-    return image.resize(size, Image.Resampling.LANCZOS)
+    return image.resize(size, Image.Resampling.BILINEAR, reducing_gap=2.0)
 
 
 def upright(image: Image.Image, rotation: int) -> Image.Image:

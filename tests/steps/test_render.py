@@ -82,3 +82,13 @@ def test_images_for_claude_stay_within_about_1600_tokens() -> None:
     assert abs(fitted.width / fitted.height - 1109 / 1568) < 0.01
     small = Image.new("RGB", (800, 600), "white")
     assert fit_for_claude(small) is small
+
+
+def test_pages_nobody_will_ocr_are_drawn_only_as_large_as_claude_uses() -> None:
+    from raybatch.steps.render import CLAUDE_MAX_PIXELS
+
+    page = _doc_with_text(0)[0]
+    for_claude = rasterize(page, RenderOptions(), for_ocr=False).image
+    for_ocr = rasterize(page, RenderOptions(), for_ocr=True).image
+    assert for_claude.width * for_claude.height <= CLAUDE_MAX_PIXELS < for_ocr.width * for_ocr.height
+    assert max(for_ocr.size) == 1568
