@@ -69,13 +69,13 @@ def test_defaults_are_the_embedded_ones() -> None:
 
 
 def test_the_api_key_is_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-not-for-logs")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-for-logs")
     settings = load_settings()
     assert not settings.uses_emulator
     assert "not-for-logs" not in repr(settings) and "not-for-logs" not in str(settings)
     claude = settings.section(ClaudeSettings)
     assert claude.anthropic_api_key is not None
-    assert claude.anthropic_api_key.get_secret_value() == "sk-ant-api03-not-for-logs"
+    assert claude.anthropic_api_key.get_secret_value() == "test-key-not-for-logs"
 
 
 def test_sections_carry_their_own_fields_only(monkeypatch: pytest.MonkeyPatch) -> None:

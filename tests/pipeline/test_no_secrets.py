@@ -17,7 +17,7 @@ from raybatch.samples import write_samples
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-API_KEY = "sk-ant-api03-raybatch-test-secret-3f9c1e"
+API_KEY = "raybatch-test-key-3f9c1e-not-a-real-one"
 
 
 @pytest.fixture
