@@ -77,12 +77,6 @@ def memory_estimate(size_bytes: int, pages: int) -> int:
     return TASK_BASE_BYTES + 2 * size_bytes + pages * BYTES_PER_PAGE
 
 
-def count_pages(data: bytes, job: JobRecord, max_page_pixels: int) -> int:
-    """Open the source once to learn its page count; InvalidSource when it cannot be processed."""
-    with open_source(data, job.kind, max_page_pixels=max_page_pixels) as doc:
-        return doc.page_count
-
-
 class ChunkPreparer:
     """Turns one chunk of one source into a PreparedRequest."""
 
