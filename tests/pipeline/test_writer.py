@@ -8,7 +8,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from raybatch.actors.writer import ResultWriter, documents_at_once, page_rotations
+from raybatch.actors.writer import ResultWriter, WriteReport, documents_at_once, page_rotations
 from raybatch.claude.rules import answer_from_truth
 from raybatch.ids import custom_id, sha256_file
 from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, SourceKind
@@ -61,6 +61,12 @@ def answered_job(state: SqlStateStore, folder: Path, bundle: dict) -> int:
 
 
 def write(state: SqlStateStore, store: MemoryObjectStore, job_id: int) -> None:
+    report = write_once(state, store, job_id)
+    assert report.status is JobStatus.COMPLETED, report.error
+
+
+def write_once(state: SqlStateStore, store: MemoryObjectStore, job_id: int) -> WriteReport:
+    """Claim an answered job and write it, as a writer actor would."""
     writer = ResultWriter(
         state, store, sources=StoreSettings(), prepare=PrepareSettings(), claude=ClaudeSettings()
     )
@@ -72,8 +78,7 @@ def write(state: SqlStateStore, store: MemoryObjectStore, job_id: int) -> None:
         limit=1,
         job_ids=[job_id],
     )
-    report = writer.write(lease)
-    assert report.status is JobStatus.COMPLETED, report.error
+    return writer.write(lease)
 
 
 def test_a_job_becomes_documents_rows_groups_manifest_and_table(tmp_path: Path, corpus) -> None:  # type: ignore[no-untyped-def]
@@ -130,22 +135,7 @@ def test_a_source_that_changed_fails_its_job(tmp_path: Path, corpus) -> None:  #
     state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
     job_id = answered_job(state, copy, bundle)
     (copy / bundle["file"]).write_bytes((folder / "bundle_000.pdf").read_bytes())  # other pages now
-    writer = ResultWriter(
-        state,
-        MemoryObjectStore(),
-        sources=StoreSettings(),
-        prepare=PrepareSettings(),
-        claude=ClaudeSettings(),
-    )
-    [lease] = state.claim_jobs(
-        worker_id="w",
-        from_statuses=[JobStatus.ANSWERED],
-        to_status=JobStatus.WRITING,
-        lease_seconds=60,
-        limit=1,
-        job_ids=[job_id],
-    )
-    report = writer.write(lease)
+    report = write_once(state, MemoryObjectStore(), job_id)
     assert report.status is JobStatus.FAILED
     assert "pages" in (state.get_job(job_id).error_message or "")
 
