@@ -117,10 +117,17 @@ def _drive(
         max_attempts=settings.max_attempts,
     )
     parts = DriverParts(
-        scheduler, writers, coordinator=lambda: get_coordinator(settings), call=ray.get, ready=_ready
+        scheduler,
+        writers,
+        coordinator=lambda: get_coordinator(settings),
+        call=ray.get,
+        ready=_ready,
+        wait=_wait_any,
     )
+    window = _claim_window(settings)
     try:
-        jobs = Driver(state, job_ids, parts, lease_seconds=settings.lease_seconds).run(on_progress)
+        driver = Driver(state, job_ids, parts, lease_seconds=settings.lease_seconds, claim_window=window)
+        jobs = driver.run(on_progress)
     finally:
         for handle in handles:
             ray.kill(handle)
@@ -130,6 +137,16 @@ def _drive(
 def _ready(ref: object) -> bool:
     done, _ = ray.wait([ref], timeout=0)
     return bool(done)
+
+
+def _wait_any(refs: list[object], timeout: float) -> None:
+    ray.wait(refs, num_returns=1, timeout=timeout)
+
+
+def _claim_window(settings: Settings) -> int:
+    """Jobs claimed for preparing at once: enough to keep every prepare slot busy, never the backlog."""
+    cap = settings.prepare_in_flight or max(8, 2 * int(ray.cluster_resources().get("CPU", 0)))
+    return 2 * cap
 
 
 def _prepare_cap(settings: Settings) -> int | Callable[[], int]:

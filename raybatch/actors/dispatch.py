@@ -75,33 +75,49 @@ class WriterPool:
     def leases(self) -> list[Lease]:
         return [r.lease for r in self._running.values()]
 
+    @property
+    def refs(self) -> list[Any]:
+        """The writes in flight: one is done when its writer is free again."""
+        return list(self._running)
+
+    @property
+    def idle_count(self) -> int:
+        return len(self._idle)
+
     def renewed(self, leases: dict[int, Lease]) -> None:
         """Take the renewed leases (same tokens, later expiry)."""
         for running in self._running.values():
             running.lease = leases.get(running.lease.job_id, running.lease)
 
     def tick(self, answered: Sequence[JobRecord]) -> list[WriteReport]:
-        """Collect finished writes, then admit jobs in order while the budget allows: answered ones,
-        and ones a dead driver was writing (their expired lease lets the claim through)."""
-        finished = self._collect()
+        """Collect finished writes, then admit jobs in order while the budget allows."""
+        finished = self.collect()
+        self.admit(answered)
+        return finished
+
+    def admit(self, answered: Sequence[JobRecord]) -> list[int]:
+        """Admit jobs in id order while a writer is idle and the budget allows: answered ones, and
+        ones a dead driver was writing (their expired lease lets the claim through); their ids."""
         mine = {r.lease.job_id for r in self._running.values()}
+        admitted: list[int] = []
         for job in sorted((j for j in answered if j.id not in mine), key=lambda j: j.id):
             if not self._idle:
                 break
             size_mb = job.size_bytes / MB
             if not admissible(self.in_flight_mb, size_mb, self._budget_mb, len(self._running)):
                 break
-            self._admit(job, size_mb)
+            if self._admit(job, size_mb):
+                admitted.append(job.id)
         self._metrics.writer_mb_in_flight(self.in_flight_mb)
-        return finished
+        return admitted
 
     def drain(self, timeout: float = 60.0) -> list[WriteReport]:
         """Wait for the writes still running (their jobs have ended) and collect their reports."""
         if self._running:
             self._wait(list(self._running), num_returns=len(self._running), timeout=timeout)
-        return self._collect()
+        return self.collect()
 
-    def _admit(self, job: JobRecord, size_mb: float) -> None:
+    def _admit(self, job: JobRecord, size_mb: float) -> bool:
         leases = self._state.claim_jobs(
             worker_id=self._worker_id,
             from_statuses=[JobStatus.ANSWERED],
@@ -111,16 +127,18 @@ class WriterPool:
             job_ids=[job.id],
         )
         if not leases:
-            return
+            return False
         lease = leases[0]
         if lease.attempt > self._max_attempts:
             reason = f"writing failed {lease.attempt - 1} times"
             self._state.fail_job(job.id, "write", "AttemptsExhausted", reason, lease=lease)
-            return
+            return False
         writer = self._idle.pop(0)
         self._running[writer.write.remote(lease)] = _Running(writer, lease, size_mb)
+        return True
 
-    def _collect(self) -> list[WriteReport]:
+    def collect(self) -> list[WriteReport]:
+        """The writes that ended since the last call; their writers are idle again."""
         if not self._running:
             return []
         done, _ = self._wait(list(self._running), num_returns=len(self._running), timeout=0)

@@ -1,19 +1,24 @@
 """Driver: the loop that carries one run's jobs from pending to completed on Ray.
 
-Each tick: claim pending jobs and keep prepare tasks in flight (bounded by the coordinator's
-backlog), offer prepared jobs to the coordinator, admit answered jobs to the writers, renew leases,
-and report progress. The coordinator and the writers may die and come back: the DB says where every
-job stands, and the driver re-offers the prepared payloads it owns.
+The loop waits on whatever is in flight (prepare tasks, writes, registrations, the coordinator's
+snapshot) and acts as soon as one of them is done: a finished chunk may complete a job, which is
+offered at once; a free writer takes the next admissible answered job at once. The database work
+of one step is bounded, however long the backlog: pending jobs are claimed in a window, answered
+jobs are read a few at a time, the run's other jobs are looked at a slice per step (a sweep), all
+leases are renewed in one statement, and progress comes from what the driver has seen.
+
+The coordinator and the writers may die and come back: the DB says where every job stands, and
+the driver re-offers the prepared payloads it owns.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ray.exceptions import RayActorError
 
@@ -26,7 +31,11 @@ from raybatch.state.port import StateStore
 log = logging.getLogger(__name__)
 
 STALL_SECONDS = 120.0  # say what the run waits for after this long without any change
-
+SWEEP_SIZE = 500  # the run's jobs looked at per step, to notice what others changed
+ANSWERED_POLL_SECONDS = 0.2  # how often idle writers look for answered jobs, between events
+SNAPSHOT_SECONDS = 0.25  # how often the coordinator's backlog is asked for
+FLUSH_SECONDS = 5.0  # the flush flag is sent again this often (a restarted coordinator lost it)
+PROGRESS_SECONDS = 0.2
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,28 @@ class Progress:
         return sum(self.by_status.get(s.value, 0) for s in TERMINAL_JOB_STATUSES)
 
 
+class JobIntake(Protocol):
+    """Jobs that join the run while it runs (registration in Ray tasks)."""
+
+    @property
+    def refs(self) -> list[Any]:
+        """What is in flight: the driver wakes when one of these is done."""
+        ...
+
+    @property
+    def finished(self) -> bool:
+        """No more jobs will come."""
+        ...
+
+    def take(self) -> list[JobRecord]:
+        """The jobs registered since the last call (without waiting)."""
+        ...
+
+
+def _no_wait(refs: list[Any], timeout: float) -> None:
+    return None
+
+
 @dataclass
 class DriverParts:
     """What the driver drives: built by the pipeline from Ray, or by tests from stand-ins."""
@@ -57,10 +88,13 @@ class DriverParts:
     coordinator: Callable[[], Any]  # returns a handle; called again after the actor died
     call: Callable[[Any], Any] = field(default=lambda ref: ref)  # ray.get in production
     ready: Callable[[Any], bool] = field(default=lambda ref: True)  # is a result there (ray.wait)
+    # Block until one of the refs is done or the timeout passed (ray.wait with num_returns=1).
+    wait: Callable[[list[Any], float], None] = field(default=_no_wait)
+    intake: JobIntake | None = None
 
 
 class Driver:
-    """Runs the tick loop for the jobs of one run until each one ended."""
+    """Runs the loop for the jobs of one run until each one ended."""
 
     def __init__(
         self,
@@ -70,44 +104,175 @@ class Driver:
         *,
         lease_seconds: float = 60.0,
         tick_seconds: float = 0.5,
+        claim_window: int = 64,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._state = state
-        self._job_ids = list(dict.fromkeys(job_ids))
         self._parts = parts
         self._lease_seconds = lease_seconds
         self._tick_seconds = tick_seconds
+        self._window = max(1, claim_window)
         self._sleep = sleep
         self._monotonic = monotonic
         self._coordinator = parts.coordinator()
         self._offered: dict[int, ReadyJob] = {}
-        self._last_renew = monotonic()
-        self._started = monotonic()
+        self._seen: dict[int, JobStatus] = {}  # the run's jobs, by the status last seen
+        self._counts: Counter[JobStatus] = Counter()
+        self._pages_total = 0
+        self._queue: deque[int] = deque()  # jobs to claim for preparing, in order
+        self._queued: set[int] = set()
+        self._sweep: list[int] = []
+        self._cursor = 0
+        self._to_forget: list[int] = []
+        self._candidates: list[JobRecord] = []
         self._documents = 0
         self._snapshot: Any = None
-        self._last_move: Any = None
-        self._moved_at = monotonic()
         self._snapshot_ref: Any = None
+        now = monotonic()
+        self._started = self._last_renew = self._moved_at = now
+        self._asked_snapshot = self._asked_answered = self._sent_flush = self._reported = -1e9
+        self._flushing: bool | None = None
+        self._last_move: Any = None
+        self.add(state.get_jobs(job_ids))
 
+    # --- the run's jobs -------------------------------------------------------------------
+    def add(self, jobs: Sequence[JobRecord]) -> None:
+        """Jobs joining the run (registered before the run or while it runs)."""
+        for job in jobs:
+            if job.id in self._seen:
+                continue
+            self._pages_total += job.pages or 0
+            self._sweep.append(job.id)
+            self._see(job.id, job.status)
+
+    def _see(self, job_id: int, status: JobStatus) -> None:
+        """Record a job's status, and act on what it means for this driver."""
+        before = self._seen.get(job_id)
+        if before is not None:
+            self._counts[before] -= 1
+        self._seen[job_id] = status
+        self._counts[status] += 1
+        if status in _PAST_PAYLOADS and job_id in self._offered:
+            del self._offered[job_id]
+            self._to_forget.append(job_id)
+        if self._parts.scheduler.holds(job_id):
+            return
+        if status in (JobStatus.PENDING, JobStatus.PREPARING):
+            self._enqueue(job_id)  # a preparing job not ours is claimed once its lease expired
+        elif status is JobStatus.PREPARED and job_id not in self._offered:
+            self._reprepare(job_id)
+
+    def _reprepare(self, job_id: int) -> None:
+        """A job prepared by a driver that is gone: its payloads are gone with it."""
+        if self._state.transition(job_id, [JobStatus.PREPARED], JobStatus.PENDING):
+            log.info("job %d: prepared payloads are gone; preparing it again", job_id)
+            self._see(job_id, JobStatus.PENDING)
+
+    def _enqueue(self, job_id: int) -> None:
+        if job_id not in self._queued:
+            self._queued.add(job_id)
+            self._queue.append(job_id)
+
+    @property
+    def _live(self) -> int:
+        return sum(n for status, n in self._counts.items() if not status.terminal)
+
+    # --- the loop -------------------------------------------------------------------------
     def run(self, on_progress: Callable[[Progress], None] | None = None) -> list[JobRecord]:
-        """Tick until every job of the run ended; returns the jobs as they ended."""
+        """Drive until every job of the run ended; returns the jobs as they ended."""
         while True:
-            jobs = self._jobs()
-            if all(j.status in TERMINAL_JOB_STATUSES for j in jobs):
+            self._step()
+            if self._live == 0 and (self._parts.intake is None or self._parts.intake.finished):
                 self._documents += sum(r.documents for r in self._parts.writers.drain())
+                self._forget()
                 if on_progress is not None:
-                    on_progress(self._progress(jobs))
-                return jobs
-            self._tick(jobs)
-            if on_progress is not None:
-                on_progress(self._progress(jobs))
-            self._watch(jobs)
+                    on_progress(self._progress())
+                return self._state.get_jobs(self._seen)
+            if on_progress is not None and self._monotonic() - self._reported >= PROGRESS_SECONDS:
+                self._reported = self._monotonic()
+                on_progress(self._progress())
+            self._watch()
+            self._wait()
+
+    def _wait(self) -> None:
+        """Until something in flight is done, or the tick passed."""
+        refs = self._parts.scheduler.refs + self._parts.writers.refs
+        if self._snapshot_ref is not None:
+            refs.append(self._snapshot_ref)
+        if self._parts.intake is not None:
+            refs += self._parts.intake.refs
+        if refs:
+            self._parts.wait(refs, self._tick_seconds)
+        else:
             self._sleep(self._tick_seconds)
 
-    def _watch(self, jobs: Sequence[JobRecord]) -> None:
+    def _step(self) -> None:
+        if self._parts.intake is not None:
+            self.add(self._parts.intake.take())
+        self._sweep_some()
+        self._claim()
+        self._refresh_snapshot()
+        backlog = self._snapshot.pending_bytes if self._snapshot else 0
+        for ready in self._parts.scheduler.tick(backlog):
+            self._offer(ready)
+        self._write()
+        self._flush()
+        self._forget()
+        self._renew_leases()
+
+    def _sweep_some(self) -> None:
+        """Look at the next slice of the run's live jobs: what the coordinator, other drivers or a
+        person changed (answered, failed, canceled, prepared again, a dead driver's lease)."""
+        if self._cursor >= len(self._sweep):
+            self._sweep = [j for j in self._sweep if not self._seen[j].terminal]
+            self._cursor = 0
+        ids = self._sweep[self._cursor : self._cursor + SWEEP_SIZE]
+        self._cursor += SWEEP_SIZE
+        if ids:
+            for job in self._state.get_jobs(ids):
+                if job.status is not self._seen[job.id]:
+                    self._see(job.id, job.status)
+
+    def _claim(self) -> None:
+        """Claim queued jobs while fewer than the window are being prepared."""
+        scheduler = self._parts.scheduler
+        room = self._window - scheduler.held
+        if room <= 0 or not self._queue:
+            return
+        ids = [self._queue.popleft() for _ in range(min(room, len(self._queue)))]
+        self._queued.difference_update(ids)
+        scheduler.claim(ids)
+        for job_id in ids:
+            if scheduler.holds(job_id):
+                self._see(job_id, JobStatus.PREPARING)
+
+    def _write(self) -> None:
+        """Admit answered jobs to free writers; a write that just ended frees its writer at once."""
+        writers = self._parts.writers
+        for report in writers.collect():
+            self._documents += report.documents
+            self._see(report.job_id, report.status)
+            if report.error:
+                log.warning("job %d: %s", report.job_id, report.error)
+            self._asked_answered = -1e9  # look for the next job now, not at the next poll
+        if not writers.idle_count:
+            return
+        now = self._monotonic()
+        if not self._candidates or now - self._asked_answered >= ANSWERED_POLL_SECONDS:
+            self._asked_answered = now
+            limit = writers.idle_count + len(writers.leases) + 4
+            answered = [JobStatus.ANSWERED]
+            self._candidates = self._state.claimable_jobs(answered, JobStatus.WRITING, limit=limit)
+        for job_id in writers.admit(self._candidates):
+            if job_id in self._seen:
+                self._see(job_id, JobStatus.WRITING)
+        running = {lease.job_id for lease in writers.leases}
+        self._candidates = [j for j in self._candidates if j.id not in running]
+
+    def _watch(self) -> None:
         """Say what the run waits for when nothing has moved for a while (a long batch, or a fault)."""
-        moved = (tuple((j.id, j.status, j.progress) for j in jobs), self._parts.scheduler.pages_prepared)
+        moved = (tuple(sorted(self._counts.items())), self._parts.scheduler.pages_prepared)
         now = self._monotonic()
         if moved != self._last_move:
             self._last_move, self._moved_at = moved, now
@@ -115,50 +280,29 @@ class Driver:
         if now - self._moved_at < STALL_SECONDS:
             return
         self._moved_at = now
-        live = [j for j in jobs if not j.status.terminal]
-        waiting = ", ".join(f"job {j.id} {j.status.value} {j.progress:.0f}%" for j in live)
-        snapshot = self._snapshot
+        live = [f"job {j} {s.value}" for j, s in self._seen.items() if not s.terminal][:50]
         log.warning(
             "no progress for %.0f s; waiting on %s; coordinator: %s; writers running: %d",
-            STALL_SECONDS, waiting[:2000], snapshot, len(self._parts.writers.leases),
+            STALL_SECONDS, ", ".join(live), self._snapshot, len(self._parts.writers.leases),
         )
-
-    def _tick(self, jobs: list[JobRecord]) -> None:
-        by_status = _group(jobs)
-        self._reoffer_or_reprepare(by_status.get(JobStatus.PREPARED, []))
-        # Pending jobs, and jobs a dead driver was preparing (claimed once its lease expired).
-        unclaimed = by_status.get(JobStatus.PENDING, []) + by_status.get(JobStatus.PREPARING, [])
-        self._parts.scheduler.claim(j.id for j in unclaimed if not self._parts.scheduler.holds(j.id))
-        self._refresh_snapshot()
-        backlog = self._snapshot.pending_bytes if self._snapshot else 0
-        for ready in self._parts.scheduler.tick(backlog):
-            self._offer(ready)
-        self._call("flush", self._parts.scheduler.idle)
-        writable = by_status.get(JobStatus.ANSWERED, []) + by_status.get(JobStatus.WRITING, [])
-        for report in self._parts.writers.tick(writable):
-            self._documents += report.documents
-            if report.error:
-                log.warning("job %d: %s", report.job_id, report.error)
-        self._forget_finished(jobs)
-        self._renew_leases()
 
     # --- the coordinator ------------------------------------------------------------------
     def _offer(self, ready: ReadyJob) -> None:
         self._offered[ready.job_id] = ready
+        if ready.job_id in self._seen:
+            self._see(ready.job_id, JobStatus.PREPARED)
         self._call("offer", ready.job_id, dict(ready.payloads), ready.mode, ready.request_bytes)
 
-    def _reoffer_or_reprepare(self, prepared: Sequence[JobRecord]) -> None:
-        """Prepared jobs whose payloads this driver does not hold (a restart) are prepared again."""
-        for job in prepared:
-            if job.id not in self._offered:
-                self._state.transition(job.id, [JobStatus.PREPARED], JobStatus.PENDING)
-                log.info("job %d: prepared payloads are gone; preparing it again", job.id)
+    def _flush(self) -> None:
+        """Tell the coordinator when no more work is coming soon (sent on change, and now and then)."""
+        idle = self._parts.scheduler.idle
+        if idle != self._flushing or self._monotonic() - self._sent_flush >= FLUSH_SECONDS:
+            self._flushing, self._sent_flush = idle, self._monotonic()
+            self._call("flush", idle)
 
-    def _forget_finished(self, jobs: Sequence[JobRecord]) -> None:
-        done = [j.id for j in jobs if j.id in self._offered and j.status in _PAST_PAYLOADS]
-        if done:
-            for job_id in done:
-                del self._offered[job_id]
+    def _forget(self) -> None:
+        if self._to_forget:
+            done, self._to_forget = self._to_forget, []
             self._call("forget", done)
 
     def _call(self, method: str, *args: Any) -> Any:
@@ -170,10 +314,13 @@ class Driver:
                 self._reconnect(exc)
 
     def _refresh_snapshot(self) -> None:
-        """Take the coordinator's snapshot when it is there, without waiting: the first ticks
+        """Take the coordinator's snapshot when it is there, without waiting: the first steps
         prepare while the actor is still starting."""
         try:
             if self._snapshot_ref is None:
+                if self._monotonic() - self._asked_snapshot < SNAPSHOT_SECONDS:
+                    return
+                self._asked_snapshot = self._monotonic()
                 self._snapshot_ref = self._coordinator.snapshot.remote()
             if not self._parts.ready(self._snapshot_ref):
                 return
@@ -182,6 +329,16 @@ class Driver:
         except RayActorError as exc:
             self._snapshot_ref = None
             self._reconnect(exc)
+            return
+        if self._snapshot.offered_jobs == 0 and self._holding():
+            # Restarted in place by Ray between two calls: it lost every offer without an error.
+            log.warning("the coordinator holds none of this driver's offers; offering them again")
+            self._reoffer_all()
+
+    def _holding(self) -> bool:
+        """Whether the coordinator should hold an offer of this driver (prepared, not yet answered)."""
+        waiting = (JobStatus.PREPARED, JobStatus.SUBMITTED)
+        return any(self._seen.get(job_id) in waiting for job_id in self._offered)
 
     def _reconnect(self, exc: RayActorError) -> None:
         """Fetch the named coordinator again until a live one takes every offer this driver holds.
@@ -195,6 +352,7 @@ class Driver:
             try:
                 self._coordinator = self._parts.coordinator()
                 self._reoffer_all()
+                self._flushing = None
                 return
             except RayActorError as again:
                 exc = again
@@ -206,29 +364,29 @@ class Driver:
 
     # --- leases and progress --------------------------------------------------------------
     def _renew_leases(self) -> None:
+        """Every lease this driver holds, renewed in one statement."""
         if self._monotonic() - self._last_renew < self._lease_seconds / 4:
             return
         self._last_renew = self._monotonic()
-        seconds = self._lease_seconds
-        self._parts.scheduler.renewed(lambda lease: self._state.renew_lease(lease, seconds))
-        renewed: dict[int, Lease] = {}
+        held = self._parts.scheduler.leases + self._parts.writers.leases
+        try:
+            renewed = self._state.renew_leases(held, self._lease_seconds)
+        except RaybatchError as exc:  # the database is away: try again at the next step
+            log.warning("could not renew leases: %s", exc)
+            return
+        by_job: dict[int, Lease] = {lease.job_id: lease for lease in renewed}
+        self._parts.scheduler.renewed(by_job)
         for lease in self._parts.writers.leases:
-            try:
-                renewed[lease.job_id] = self._state.renew_lease(lease, seconds)
-            except RaybatchError as exc:
-                log.warning("job %d: write lease lost: %s", lease.job_id, exc)
-        self._parts.writers.renewed(renewed)
+            if lease.job_id not in by_job:
+                log.warning("job %d: write lease lost", lease.job_id)
+        self._parts.writers.renewed(by_job)
 
-    def _jobs(self) -> list[JobRecord]:
-        return self._state.get_jobs(self._job_ids)
-
-    def _progress(self, jobs: Sequence[JobRecord]) -> Progress:
-        counts = Counter(j.status.value for j in jobs)
+    def _progress(self) -> Progress:
         snapshot = self._snapshot
         return Progress(
-            total=len(jobs),
-            by_status=dict(counts),
-            pages_total=sum(j.pages or 0 for j in jobs),
+            total=len(self._seen),
+            by_status={s.value: n for s, n in self._counts.items() if n},
+            pages_total=self._pages_total,
             pages_prepared=self._parts.scheduler.pages_prepared,
             documents=self._documents,
             active_batches=snapshot.active_batches if snapshot else 0,
@@ -249,10 +407,3 @@ def _reconnect_delays() -> Iterator[float]:
     while True:
         yield delay
         delay = min(5.0, delay * 2)
-
-
-def _group(jobs: Sequence[JobRecord]) -> dict[JobStatus, list[JobRecord]]:
-    grouped: dict[JobStatus, list[JobRecord]] = {}
-    for job in jobs:
-        grouped.setdefault(job.status, []).append(job)
-    return grouped

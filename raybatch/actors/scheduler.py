@@ -93,6 +93,7 @@ class PrepareScheduler:
         self._queue: deque[tuple[int, ChunkPlan]] = deque()
         self._in_flight: dict[Any, tuple[int, int, Any]] = {}
         self._measured: list[int] = []
+        self._ready: list[ReadyJob] = []  # jobs found fully prepared when claimed
         self.pages_prepared = 0
 
     @property
@@ -104,38 +105,55 @@ class PrepareScheduler:
     def leases(self) -> list[Lease]:
         return [prep.lease for prep in self._jobs.values()]
 
+    @property
+    def held(self) -> int:
+        """How many jobs this scheduler holds (claimed, not yet prepared)."""
+        return len(self._jobs)
+
+    @property
+    def refs(self) -> list[Any]:
+        """The summaries of the tasks in flight: one is done when its chunk is prepared."""
+        return list(self._in_flight)
+
     def holds(self, job_id: int) -> bool:
         """True while this scheduler prepares the job."""
         return job_id in self._jobs
 
     def claim(self, job_ids: Iterable[int]) -> int:
-        """Claim the pending jobs among ``job_ids`` and queue their chunks; how many were claimed."""
+        """Claim the pending jobs among ``job_ids`` and queue their chunks; how many were claimed.
+
+        The caller bounds ``job_ids`` (a window): a claim never reaches past them.
+        """
+        ids = list(job_ids)
+        if not ids:
+            return 0
         leases = self._state.claim_jobs(
             worker_id=self._worker_id,
             from_statuses=[JobStatus.PENDING],
             to_status=JobStatus.PREPARING,
             lease_seconds=self._lease_seconds,
-            limit=10_000,
-            job_ids=list(job_ids),
+            limit=len(ids),
+            job_ids=ids,
         )
         for lease in leases:
             self._start(lease)
         return len(leases)
 
-    def renewed(self, renew: Callable[[Lease], Lease]) -> None:
-        """Extend every lease held; a job whose lease was taken over is dropped."""
+    def renewed(self, leases: Mapping[int, Lease]) -> None:
+        """Take the renewed leases; a job whose lease is not among them was taken over: dropped."""
         for job_id, prep in list(self._jobs.items()):
-            try:
-                prep.lease = renew(prep.lease)
-            except RaybatchError as exc:
-                log.warning("job %d: lease lost while preparing (%s); dropped", job_id, exc)
+            if job_id in leases:
+                prep.lease = leases[job_id]
+            else:
+                log.warning("job %d: lease lost while preparing; dropped", job_id)
                 self._drop(job_id)
 
     def tick(self, backlog_bytes: int) -> list[ReadyJob]:
         """Collect what finished, then launch what the bounds allow; jobs now fully prepared."""
         # Collecting first refills a finished task's slot in this tick rather than the next one;
         # the jobs it hands back are not offered yet, so their bytes count as backlog here.
-        ready = self._collect()
+        ready = self._ready + self._collect()
+        self._ready = []
         self._launch(backlog_bytes + sum(job.request_bytes for job in ready))
         return ready
 
@@ -150,8 +168,8 @@ class PrepareScheduler:
         plans = [p for p in plan_chunks(job.pages or 0) if p.n not in done]
         self._jobs[job.id] = JobInPrep(job, lease, {p.n for p in plans})
         self._queue.extend((job.id, plan) for plan in plans)
-        if not plans:
-            self._finish(job.id)
+        if not plans and (ready := self._finish(job.id)) is not None:
+            self._ready.append(ready)
 
     def _launch(self, backlog_bytes: int) -> None:
         cap = max(1, self._cap())

@@ -8,7 +8,7 @@ expired and was taken over is refused (``LeaseLost``) however late it wakes up.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,12 +19,15 @@ from sqlalchemy.engine import Connection
 from raybatch.errors import LeaseLost
 from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, SourceKind
 from raybatch.state.base import SqlBase, clip, in_groups
+from raybatch.state.port import JobTotals
 from raybatch.state.rows import job_record
+from raybatch.state.schema import documents as document_rows
 from raybatch.state.schema import errors, jobs
 
 # Columns a caller may set along with a status change.
 JOB_FIELDS = frozenset({"pages", "progress", "mode", "attempts", "error_class", "error_message"})
 _CLAIM_ROUNDS = 3  # re-select after losing races, so a claimer still fills its limit
+_LEASES_PER_STATEMENT = 10_000  # (id, token) pairs: 20,000 parameters, within every backend's limit
 _RELEASED = {"lease_owner": None, "lease_expires_at": None}
 
 
@@ -158,22 +161,42 @@ class JobQueries(SqlBase):
                 found.extend(job_record(row) for row in rows)
         return sorted(found, key=lambda job: job.id)
 
-    def list_jobs(self, statuses: Iterable[JobStatus] | None = None) -> list[JobRecord]:
-        """Jobs in id order, optionally only those in ``statuses``."""
-        query = sa.select(jobs).order_by(jobs.c.id)
+    def list_jobs(
+        self, statuses: Iterable[JobStatus] | None = None, *, limit: int | None = None, after_id: int = 0
+    ) -> list[JobRecord]:
+        """Jobs in id order, optionally only those in ``statuses``; ``limit`` of them past ``after_id``."""
+        query = sa.select(jobs).where(jobs.c.id > after_id).order_by(jobs.c.id).limit(limit)
         if statuses is not None:
             query = query.where(jobs.c.status.in_(_statuses(statuses)))
         with self._read() as conn:
             return [job_record(row) for row in conn.execute(query)]
 
-    def count_jobs(self) -> dict[JobStatus, int]:
-        """How many jobs are in each status (every status present, zero included)."""
-        query = sa.select(jobs.c.status, sa.func.count()).group_by(jobs.c.status)
+    def count_jobs(self, job_ids: Iterable[int] | None = None) -> dict[JobStatus, int]:
+        """How many jobs (of ``job_ids``, or all) are in each status (every status, zero included)."""
+        return dict(self.job_totals(job_ids).by_status)
+
+    def job_totals(self, job_ids: Iterable[int] | None = None) -> JobTotals:
+        """Jobs by status, pages, batch-mode jobs and documents, by aggregate queries."""
         counts = dict.fromkeys(JobStatus, 0)
+        pages = batch_mode = documents = 0
+        query = sa.select(
+            jobs.c.status,
+            sa.func.count(),
+            sa.func.coalesce(sa.func.sum(jobs.c.pages), 0),
+            sa.func.sum(sa.case((jobs.c.mode == "batch", 1), else_=0)),
+        ).group_by(jobs.c.status)
+        docs = sa.select(sa.func.count()).select_from(document_rows)
+        groups: list[list[int] | None] = [None] if job_ids is None else list(in_groups(sorted(set(job_ids))))
         with self._read() as conn:
-            for status, count in conn.execute(query):
-                counts[JobStatus(status)] = count
-        return counts
+            for group in groups:
+                some = query if group is None else query.where(jobs.c.id.in_(group))
+                for status, count, page_sum, batch in conn.execute(some):
+                    counts[JobStatus(status)] += count
+                    pages += int(page_sum or 0)
+                    batch_mode += int(batch or 0)
+                some_docs = docs if group is None else docs.where(document_rows.c.job_id.in_(group))
+                documents += conn.execute(some_docs).scalar_one()
+        return JobTotals(counts, pages, batch_mode, documents)
 
     def claim_jobs(
         self,
@@ -186,7 +209,8 @@ class JobQueries(SqlBase):
         job_ids: Iterable[int] | None = None,
     ) -> list[Lease]:
         """Claim up to ``limit`` jobs in ``from_statuses`` (or in ``to_status`` with an expired lease)."""
-        ids = None if job_ids is None else list(job_ids)
+        # Any number of ids: they are taken in IN (...) slices, in id order, until the limit is met.
+        groups: list[list[int] | None] = [None] if job_ids is None else list(in_groups(sorted(set(job_ids))))
         won: list[Lease] = []
         with self._write() as conn:
             now = self._now()
@@ -197,17 +221,59 @@ class JobQueries(SqlBase):
                 now,
                 now + timedelta(seconds=lease_seconds),
             )
-            for _ in range(_CLAIM_ROUNDS):
-                query = sa.select(jobs.c.id, jobs.c.lease_token, jobs.c.attempts).where(claim.claimable)
-                if ids is not None:
-                    query = query.where(jobs.c.id.in_(ids))
-                if won:
-                    query = query.where(jobs.c.id.not_in([lease.job_id for lease in won]))
-                candidates = conn.execute(query.order_by(jobs.c.id).limit(limit - len(won))).all()
-                won.extend(lease for row in candidates if (lease := claim.take(conn, *row)) is not None)
-                if len(won) >= limit or not candidates:
+            for group in groups:
+                if len(won) >= limit:
                     break
+                won.extend(self._claim_some(conn, claim, group, limit - len(won)))
         return won
+
+    @staticmethod
+    def _claim_some(conn: Connection, claim: _Claim, ids: list[int] | None, limit: int) -> list[Lease]:
+        """Up to ``limit`` jobs among ``ids`` (or any), re-selecting after races lost."""
+        won: list[Lease] = []
+        for _ in range(_CLAIM_ROUNDS):
+            query = sa.select(jobs.c.id, jobs.c.lease_token, jobs.c.attempts).where(claim.claimable)
+            if ids is not None:
+                query = query.where(jobs.c.id.in_(ids))
+            if won:
+                query = query.where(jobs.c.id.not_in([lease.job_id for lease in won]))
+            candidates = conn.execute(query.order_by(jobs.c.id).limit(limit - len(won))).all()
+            won.extend(lease for row in candidates if (lease := claim.take(conn, *row)) is not None)
+            if len(won) >= limit or not candidates:
+                break
+        return won
+
+    def claimable_jobs(
+        self, from_statuses: Iterable[JobStatus], to_status: JobStatus, *, limit: int
+    ) -> list[JobRecord]:
+        """The first ``limit`` jobs (by id) that ``claim_jobs`` with these statuses would take now."""
+        with self._read() as conn:
+            claimable = _claimable(_statuses(from_statuses), to_status, self._now())
+            rows = conn.execute(sa.select(jobs).where(claimable).order_by(jobs.c.id).limit(limit))
+            return [job_record(row) for row in rows]
+
+    def renew_leases(self, leases: Sequence[Lease], lease_seconds: float) -> list[Lease]:
+        """Extend every lease still held in one UPDATE; the renewed ones (those lost are left out)."""
+        if not leases:
+            return []
+        renewed: list[Lease] = []
+        with self._write() as conn:
+            now = self._now()
+            expires = now + timedelta(seconds=lease_seconds)
+            for owner in sorted({lease.worker_id for lease in leases}):
+                mine = [lease for lease in leases if lease.worker_id == owner]
+                for start in range(0, len(mine), _LEASES_PER_STATEMENT):
+                    group = mine[start : start + _LEASES_PER_STATEMENT]
+                    held = sa.tuple_(jobs.c.id, jobs.c.lease_token).in_([(x.job_id, x.token) for x in group])
+                    renew = (
+                        sa.update(jobs)
+                        .where(held, jobs.c.lease_owner == owner, jobs.c.lease_expires_at.is_not(None))
+                        .values(lease_expires_at=expires, updated_at=now)
+                        .returning(jobs.c.id)
+                    )
+                    ids = {row.id for row in conn.execute(renew)}
+                    renewed.extend(replace(x, expires_at=expires) for x in group if x.job_id in ids)
+        return renewed
 
     def renew_lease(self, lease: Lease, lease_seconds: float) -> Lease:
         """Extend a lease still held; raises LeaseLost when it was taken over or released."""

@@ -48,6 +48,21 @@ class BatchRecord:
 
 
 @dataclass(frozen=True)
+class JobTotals:
+    """Aggregates over jobs: how many in each status, their pages, how many in batch mode, and
+    the documents they produced."""
+
+    by_status: Mapping[JobStatus, int]
+    pages: int
+    batch_mode: int
+    documents: int
+
+    @property
+    def jobs(self) -> int:
+        return sum(self.by_status.values())
+
+
+@dataclass(frozen=True)
 class ErrorRecord:
     """One classified failure of a job in a phase."""
 
@@ -85,12 +100,19 @@ class StateStore(Protocol):
         """The jobs with these ids that exist, in id order."""
         ...
 
-    def list_jobs(self, statuses: Iterable[JobStatus] | None = None) -> list[JobRecord]:
-        """Jobs in id order, optionally only those in ``statuses``."""
+    def list_jobs(
+        self, statuses: Iterable[JobStatus] | None = None, *, limit: int | None = None, after_id: int = 0
+    ) -> list[JobRecord]:
+        """Jobs in id order, optionally only those in ``statuses``; ``limit`` of them past ``after_id``."""
         ...
 
-    def count_jobs(self) -> dict[JobStatus, int]:
-        """How many jobs are in each status (every status present, zero included)."""
+    def count_jobs(self, job_ids: Iterable[int] | None = None) -> dict[JobStatus, int]:
+        """How many jobs (of ``job_ids``, or all) are in each status (every status, zero included)."""
+        ...
+
+    def job_totals(self, job_ids: Iterable[int] | None = None) -> JobTotals:
+        """Jobs by status, pages, batch-mode jobs and documents, by aggregate queries (any number
+        of ids)."""
         ...
 
     def claim_jobs(
@@ -107,8 +129,19 @@ class StateStore(Protocol):
         lease expired), in id order: each moves to ``to_status`` with attempts + 1 and a new token."""
         ...
 
+    def claimable_jobs(
+        self, from_statuses: Iterable[JobStatus], to_status: JobStatus, *, limit: int
+    ) -> list[JobRecord]:
+        """The first ``limit`` jobs (by id) that ``claim_jobs`` with these statuses would take now."""
+        ...
+
     def renew_lease(self, lease: Lease, lease_seconds: float) -> Lease:
         """Extend a lease still held; raises LeaseLost when it was taken over or ended."""
+        ...
+
+    def renew_leases(self, leases: Sequence[Lease], lease_seconds: float) -> list[Lease]:
+        """Extend every lease still held, in one statement per owner; returns the renewed leases
+        (those taken over or ended are left out)."""
         ...
 
     def finish_claim(self, lease: Lease, to_status: JobStatus, **fields: Any) -> None:

@@ -74,3 +74,65 @@ def test_the_driver_outlives_a_dead_coordinator_and_its_stale_handle(
     assert first.offered[0] in live.offered  # what the dead one held was offered again
     assert len(fetched) >= 3
     assert any(p > 0 for p in pauses)  # a stale handle is fetched again after a pause
+
+
+def answered_job(state: SqlStateStore, n: int) -> int:
+    job_id = pending_job(state, n)
+    state.transition(job_id, [JobStatus.PENDING], JobStatus.ANSWERED)
+    return job_id
+
+
+def test_a_free_writer_takes_the_next_job_as_soon_as_its_write_ends(state: SqlStateStore) -> None:
+    jobs = [answered_job(state, n) for n in range(3)]
+    log: list[tuple[str, int]] = []
+    writer = StandInWriter(state, log, hold=True)
+    parts = driver_parts(state, StandInTasks(), [writer], lambda: StandInCoordinator(CoordinatorState(state)))
+
+    def wait(refs: list[Any], timeout: float) -> None:
+        """Ray's wait: returns when the write in flight ends (the test ends it here)."""
+        running = [r for r in writer.refs if not r.done]
+        assert running and running[0] in refs, "the driver must wake when a write ends"
+        log.append(("woken", 0))
+        running[0].done = True
+
+    parts.wait = wait
+    ended = Driver(state, jobs, parts, sleep=Pauses([])).run()
+
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * 3
+    # Each write starts right after the previous one ended, in the same wake-up: no tick between.
+    assert log == [
+        ("start", jobs[0]), ("woken", 0), ("end", jobs[0]),
+        ("start", jobs[1]), ("woken", 0), ("end", jobs[1]),
+        ("start", jobs[2]), ("woken", 0), ("end", jobs[2]),
+    ]  # fmt: skip
+
+
+def test_claims_never_exceed_the_window(state: SqlStateStore) -> None:
+    jobs = [pending_job(state, n) for n in range(20)]
+    tasks = StandInTasks(hold=True)
+    live = StandInCoordinator(CoordinatorState(state))
+    parts = driver_parts(state, tasks, [StandInWriter(state, [])], lambda: live)
+    claims: list[tuple[int, int]] = []
+    claim_jobs = state.claim_jobs
+
+    def recording_claim(**kwargs: Any) -> Any:
+        leases = claim_jobs(**kwargs)
+        if kwargs["to_status"] is JobStatus.PREPARING:
+            claims.append((kwargs["limit"], len(list(kwargs["job_ids"]))))
+        return leases
+
+    state.claim_jobs = recording_claim  # type: ignore[method-assign]
+    held: list[int] = []
+
+    def wait(refs: list[Any], timeout: float) -> None:
+        held.append(parts.scheduler.held)
+        for ref in tasks.refs[:1]:
+            ref.done = True
+        tasks.refs = [r for r in tasks.refs if not r.done]
+
+    parts.wait = wait
+    ended = Driver(state, jobs, parts, claim_window=3, sleep=Pauses([])).run()
+
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * 20
+    assert claims and all(limit <= 3 and ids <= 3 for limit, ids in claims)
+    assert max(held) == 3  # the window was used, never passed

@@ -1,0 +1,129 @@
+"""Queries whose cost must not grow with the backlog: windows, aggregates, one-statement renewals,
+and id lists of any length (PostgreSQL refuses more than 65,535 parameters in one statement)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+
+import sqlalchemy as sa
+from state_helpers import START, FakeClock, register
+
+from raybatch.models import DocumentRecord, JobStatus
+from raybatch.state import SqlStateStore
+from raybatch.state.schema import jobs
+
+PENDING, PREPARING, ANSWERED, WRITING = (
+    JobStatus.PENDING,
+    JobStatus.PREPARING,
+    JobStatus.ANSWERED,
+    JobStatus.WRITING,
+)
+
+
+def insert_jobs(store: SqlStateStore, count: int, status: JobStatus = PENDING) -> list[int]:
+    """``count`` jobs at once (registering them one by one would take minutes)."""
+    rows = [
+        {
+            "sha256": f"{n:064x}",
+            "dedupe_key": f"bulk-{n}",
+            "source_uri": f"file:///bulk/{n}.pdf",
+            "source_name": f"{n}.pdf",
+            "kind": "pdf",
+            "size_bytes": 1000,
+            "mode": "batch",
+            "status": status.value,
+            "pages": 2,
+            "progress": 0.0,
+            "attempts": 0,
+            "lease_token": 0,
+            "created_at": START,
+            "updated_at": START,
+        }
+        for n in range(count)
+    ]
+    with store._engine.begin() as conn:
+        conn.execute(sa.insert(jobs), rows)
+        return list(conn.execute(sa.select(jobs.c.id).order_by(jobs.c.id)).scalars())
+
+
+@contextmanager
+def statements(store: SqlStateStore) -> Iterator[list[str]]:
+    """The SQL statements the store sends while the block runs."""
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        seen.append(statement)
+
+    sa.event.listen(store._engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(store._engine, "before_cursor_execute", record)
+
+
+def test_all_of_a_drivers_leases_are_renewed_in_one_statement(store: SqlStateStore, clock: FakeClock) -> None:
+    ids = insert_jobs(store, 1200)
+    leases = store.claim_jobs(
+        worker_id="d", from_statuses=[PENDING], to_status=PREPARING, lease_seconds=60, limit=1200
+    )
+    taken = store.claim_jobs(
+        worker_id="other", from_statuses=[PENDING], to_status=PREPARING, lease_seconds=60, limit=5
+    )
+    assert len(leases) == 1200 and taken == []
+    store.transition(ids[0], [PREPARING], PENDING)  # ends that lease: it is not renewed
+    clock.advance(30)
+    with statements(store) as seen:
+        renewed = store.renew_leases(leases, 60)
+    assert len([s for s in seen if s.lstrip().upper().startswith("UPDATE")]) == 1
+    assert sorted(lease.job_id for lease in renewed) == ids[1:]
+    assert all(lease.expires_at == START + timedelta(seconds=90) for lease in renewed)
+    clock.advance(45)  # past the first expiry, within the renewed one
+    others = store.claim_jobs(
+        worker_id="other", from_statuses=[PENDING], to_status=PREPARING, lease_seconds=60, limit=5000
+    )
+    assert [lease.job_id for lease in others] == [ids[0]]
+
+
+def test_renewing_a_lease_taken_over_leaves_it_out(store: SqlStateStore, clock: FakeClock) -> None:
+    job, _ = register(store, 1)
+    claim = {"from_statuses": [PENDING], "to_status": PREPARING, "lease_seconds": 10, "limit": 1}
+    (mine,) = store.claim_jobs(worker_id="a", **claim)  # type: ignore[arg-type]
+    clock.advance(11)
+    (theirs,) = store.claim_jobs(worker_id="b", **claim)  # type: ignore[arg-type]
+    assert store.renew_leases([mine], 60) == []
+    assert [x.job_id for x in store.renew_leases([theirs], 60)] == [job.id]
+
+
+def test_claims_and_reads_take_70000_ids(store: SqlStateStore) -> None:
+    ids = insert_jobs(store, 70_000)
+    assert len(store.get_jobs(ids)) == 70_000
+    leases = store.claim_jobs(
+        worker_id="d", from_statuses=[PENDING], to_status=PREPARING, lease_seconds=60, limit=3,
+        job_ids=ids[::-1],
+    )
+    assert [lease.job_id for lease in leases] == ids[:3]
+    totals = store.job_totals(ids)
+    assert totals.by_status[PENDING] == 69_997 and totals.by_status[PREPARING] == 3
+    assert totals.pages == 140_000 and totals.batch_mode == 70_000 and totals.documents == 0
+    assert store.count_jobs(ids)[PENDING] == 69_997
+
+
+def test_windows_and_aggregates(store: SqlStateStore, clock: FakeClock) -> None:
+    ids = insert_jobs(store, 30)
+    for job_id in ids[:6]:
+        store.transition(job_id, [PENDING], ANSWERED)
+    (stale,) = store.claim_jobs(
+        worker_id="dead", from_statuses=[ANSWERED], to_status=WRITING, lease_seconds=10, limit=1
+    )
+    assert [j.id for j in store.claimable_jobs([ANSWERED], WRITING, limit=3)] == ids[1:4]
+    clock.advance(11)  # the dead writer's lease ran out: its job is writable again, first in line
+    assert [j.id for j in store.claimable_jobs([ANSWERED], WRITING, limit=3)] == [stale.job_id, *ids[1:3]]
+    assert [j.id for j in store.list_jobs([PENDING], limit=4, after_id=ids[10])] == ids[11:15]
+    store.upsert_documents(
+        ids[0], [DocumentRecord(ids[0], 0, 1, 2, "invoice", pdf_key="k.pdf")]
+    )
+    totals = store.job_totals()
+    assert totals.jobs == 30 and totals.documents == 1 and totals.pages == 60
+    assert totals.by_status[ANSWERED] == 5 and totals.by_status[WRITING] == 1
