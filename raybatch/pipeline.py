@@ -1,11 +1,12 @@
 """The pipeline, in the order of work:
 
-    register    one job per source file, deduplicated by sha256          (raybatch.register)
+    register    Ray tasks: one job per source file, deduplicated by sha256  (raybatch.register, tasks)
     prepare     Ray tasks: render, text layer / OCR, chunks of 8 → requests (actors.prepare, scheduler)
     coordinate  the BatchCoordinator actor: batches or sync calls → answers  (actors.coordinator)
     write       the ResultWriter pool: documents, thumbnails, rows, groups   (actors.writer, dispatch)
 
-``run`` wires them for one source and returns when every job of the run has ended.
+``run`` wires them for one source and returns when every job of the run has ended. The stages
+overlap: a file is prepared as soon as it is registered, and written as soon as it is answered.
 """
 
 from __future__ import annotations
@@ -19,19 +20,21 @@ from dataclasses import dataclass
 
 import ray
 from pydantic import SecretStr
+from ray.exceptions import RayError, RayTaskError
 
 from raybatch.actors.dispatch import WriterPool
 from raybatch.actors.driver import Driver, DriverParts, Progress
-from raybatch.actors.scheduler import PrepareScheduler
+from raybatch.actors.scheduler import PrepareScheduler, failure_reason
 from raybatch.actors.writer import WriteReport
 from raybatch.models import JobRecord, JobStatus
-from raybatch.register import Registrar
-from raybatch.runtime import connect, get_coordinator, start_writers
+from raybatch.register import Registrar, SourceIntake
+from raybatch.runtime import connect, get_coordinator
 from raybatch.settings import Settings, StateSettings, StoreSettings
-from raybatch.sources import list_sources
+from raybatch.sources import SourceFile, iter_sources
 from raybatch.state import open_state
 from raybatch.steps.pack import megabytes
-from raybatch.tasks import RayPrepareTasks
+from raybatch.tasks import RayInspector, RayPrepareTasks
+from raybatch.writers import start_writers
 
 log = logging.getLogger(__name__)
 
@@ -68,36 +71,61 @@ def run(
 ) -> RunReport:
     """Process every PDF or image under ``source`` (a folder, an s3:// prefix or a list of paths)."""
     started = time.monotonic()
-    state = open_state(settings.section(StateSettings))
-    listing = list_sources(source, settings.section(StoreSettings))
-    for name in listing.skipped:
+    skipped: list[str] = []
+
+    def skip(name: str) -> None:
+        skipped.append(name)
         notice(f"skipped {name!r}: not a PDF or image")
+
+    files = iter_sources(source, settings.section(StoreSettings), on_skip=skip)
+    owns_ray = connect(settings, dashboard=dashboard)
+    try:
+        with claude_endpoint(settings, notice) as (settings, emulator_url):
+            intake = _intake(settings, files, force=force)
+            ended, writes = _drive(settings, intake, on_progress)
+            notice(f"{intake.jobs} jobs registered from {intake.files} files")
+    finally:
+        if owns_ray:
+            ray.shutdown()
+    return RunReport(ended, skipped, writes, time.monotonic() - started, emulator_url)
+
+
+def _intake(settings: Settings, files: Iterator[SourceFile], *, force: bool) -> SourceIntake:
+    """Registration in Ray tasks, a few files ahead of the driver."""
     registrar = Registrar(
-        state,
+        open_state(settings.section(StateSettings)),
         settings.section(StoreSettings),
         max_page_pixels=settings.max_page_pixels,
         mode=settings.processing_mode.value,
         force=force,
     )
-    jobs = [r.job for r in registrar.register_all(listing.files)]
-    notice(f"{len(jobs)} jobs registered from {len(listing.files)} files")
-    owns_ray = connect(settings, dashboard=dashboard)
-    try:
-        with claude_endpoint(settings, notice) as (settings, emulator_url):
-            ended, writes = _drive(settings, [j.id for j in jobs], on_progress)
-    finally:
-        if owns_ray:
-            ray.shutdown()
-    return RunReport(ended, listing.skipped, writes, time.monotonic() - started, emulator_url)
+    return SourceIntake(
+        files,
+        RayInspector(settings),
+        registrar,
+        in_flight=_claim_window(settings),
+        ready=_ready,
+        get=ray.get,
+        failure=_crash_reason,
+    )
+
+
+def _crash_reason(exc: BaseException) -> str | None:
+    """Why a registration task ended without an inspection (None: not a task's failure)."""
+    if isinstance(exc, RayTaskError) and exc.cause is not None:
+        return failure_reason(exc.cause)
+    return failure_reason(exc) if isinstance(exc, RayError) else None
 
 
 def _drive(
-    settings: Settings, job_ids: Sequence[int], on_progress: Callable[[Progress], None] | None
+    settings: Settings, intake: SourceIntake, on_progress: Callable[[Progress], None] | None
 ) -> tuple[list[JobRecord], list[WriteReport]]:
-    """Build the Ray parts and tick until every job ended."""
+    """Build the Ray parts and drive until every job ended."""
     state = open_state(settings.section(StateSettings))
     run_id = uuid.uuid4().hex[:8]
     worker_id = f"driver-{run_id}"
+    # Actors start in the background: the first files register and prepare meanwhile.
+    handles = start_writers(settings, run_id)
     scheduler = PrepareScheduler(
         state,
         RayPrepareTasks(settings),
@@ -107,7 +135,6 @@ def _drive(
         lease_seconds=settings.lease_seconds,
         max_attempts=settings.prepare_max_attempts,
     )
-    handles = start_writers(settings, run_id)
     writers = WriterPool(
         handles,
         state,
@@ -123,10 +150,11 @@ def _drive(
         call=ray.get,
         ready=_ready,
         wait=_wait_any,
+        intake=intake,
     )
     window = _claim_window(settings)
     try:
-        driver = Driver(state, job_ids, parts, lease_seconds=settings.lease_seconds, claim_window=window)
+        driver = Driver(state, [], parts, lease_seconds=settings.lease_seconds, claim_window=window)
         jobs = driver.run(on_progress)
     finally:
         for handle in handles:

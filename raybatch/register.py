@@ -1,16 +1,20 @@
 """Register: one job per source file, deduplicated by sha256; bad files fail their own job at once.
 
 Reading a file to hash it is also the cheapest moment to open it: its kind and page count are
-recorded, and an encrypted, corrupt or empty file ends as a failed job with the reason. Files are
-read in a few threads; jobs are registered in the order the files were listed, so ids follow it.
+recorded, and an encrypted, corrupt or empty file ends as a failed job with the reason. In a run,
+files are read in Ray tasks (``SourceIntake``), near the data and never in the driver process: a
+file that crashes its reader fails its own job. Jobs are registered in the order the files were
+listed, so ids follow it, and each one can be prepared as soon as it is registered.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from raybatch.errors import InvalidSource, error_class
 from raybatch.ids import sha256_bytes
@@ -122,3 +126,81 @@ class Registrar:
                 )
             job = self.state.get_job(job.id)
         return Registration(source, job, created)
+
+
+def crashed(source: SourceFile, reason: str) -> Inspection:
+    """The inspection of a file whose reader died (a crash of the PDF library, a killed worker)."""
+    digest = sha256_bytes(f"unreadable:{source.uri}".encode())
+    problem = InvalidSource(f"reading the file crashed its worker: {reason}")
+    return Inspection(source, digest, source.size, SourceKind.PDF, problem=problem)
+
+
+class Inspector(Protocol):
+    """Starts the inspection of one file somewhere else (a Ray task); returns a handle to it."""
+
+    def inspect(self, source: SourceFile) -> Any:
+        """A handle that resolves to the file's Inspection."""
+        ...
+
+
+class SourceIntake:
+    """Registration as a stream: a bounded number of files inspected at once, registered in listing
+    order as their inspections come back, handed to the driver as they are registered."""
+
+    def __init__(
+        self,
+        files: Iterator[SourceFile],
+        inspector: Inspector,
+        registrar: Registrar,
+        *,
+        in_flight: int,
+        ready: Callable[[Any], bool],
+        get: Callable[[Any], Inspection],
+        failure: Callable[[BaseException], str | None],
+    ) -> None:
+        self._files = files
+        self._inspector = inspector
+        self._registrar = registrar
+        self._in_flight = max(1, in_flight)
+        self._ready, self._get, self._failure = ready, get, failure
+        self._pending: deque[tuple[SourceFile, Any]] = deque()
+        self._listed = False
+        self.files = 0
+        self.jobs = 0
+
+    @property
+    def refs(self) -> list[Any]:
+        return [ref for _, ref in self._pending]
+
+    @property
+    def finished(self) -> bool:
+        return self._listed and not self._pending
+
+    def take(self) -> list[JobRecord]:
+        """The jobs of the files whose inspection came back, in listing order; more files started."""
+        jobs: list[JobRecord] = []
+        while self._pending and self._ready(self._pending[0][1]):
+            source, ref = self._pending.popleft()
+            jobs.append(self._registrar.register(self._inspection(source, ref)).job)
+        self.jobs += len(jobs)
+        self._fill()
+        return jobs
+
+    def _inspection(self, source: SourceFile, ref: Any) -> Inspection:
+        try:
+            return self._get(ref)
+        except Exception as exc:
+            reason = self._failure(exc)
+            if reason is None:
+                raise
+            log.warning("reading %s crashed its worker: %s", source.name, reason)
+            return crashed(source, reason)
+
+    def _fill(self) -> None:
+        while not self._listed and len(self._pending) < self._in_flight:
+            source = next(self._files, None)
+            if source is None:
+                self._listed = True
+                return
+            self.files += 1
+            self._pending.append((source, self._inspector.inspect(source)))

@@ -5,7 +5,6 @@ Shared by the CLI, the job entrypoint and notebooks, so each shows the same figu
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -27,19 +26,21 @@ EVAL_KEYS = (
 
 
 def status_summary(state: StateStore, job_ids: Iterable[int] | None = None) -> dict[str, Any]:
-    """Jobs by status, documents, batches in flight, tokens and estimated cost, the pause flag."""
-    jobs = state.get_jobs(job_ids) if job_ids is not None else state.list_jobs()
-    wanted = {j.id for j in jobs}
-    usage = state.usage_totals() if job_ids is None else _usage_of(state, wanted)
-    batch_share = sum(1 for j in jobs if j.mode == "batch") / len(jobs) if jobs else 1.0
+    """Jobs by status, documents, batches in flight, tokens and estimated cost, the pause flag.
+
+    Counted by aggregate queries: no job or document row is loaded, however many there are.
+    """
+    wanted = None if job_ids is None else sorted(set(job_ids))
+    totals = state.job_totals(wanted)
+    usage = state.usage_totals() if wanted is None else _usage_of(state, set(wanted))
+    batch_share = totals.batch_mode / totals.jobs if totals.jobs else 1.0
     cost = batch_share * estimate_cost_usd(usage, batch=True)
     cost += (1 - batch_share) * estimate_cost_usd(usage, batch=False)
-    counts = Counter(j.status.value for j in jobs)
     return {
-        "jobs": len(jobs),
-        "by_status": {s.value: counts.get(s.value, 0) for s in JobStatus},
-        "pages": sum(j.pages or 0 for j in jobs),
-        "documents": sum(1 for d in state.list_documents() if d.job_id in wanted),
+        "jobs": totals.jobs,
+        "by_status": {s.value: totals.by_status.get(s, 0) for s in JobStatus},
+        "pages": totals.pages,
+        "documents": totals.documents,
         "active_batches": len(state.active_batches()),
         "paused": state.is_paused(),
         "input_tokens": usage.input_tokens,

@@ -1,5 +1,6 @@
-"""The Ray side: joining or starting Ray, the coordinator and writer actors (the prepare tasks are
-in ``raybatch.tasks``, so a prepare worker never imports the Claude SDK).
+"""The Ray side: joining or starting Ray, and the coordinator actor (the writer actors are in
+``raybatch.writers`` and the registration and prepare tasks in ``raybatch.tasks``, so those
+workers never import the Claude SDK).
 
 Everything here is a thin shell around plain classes (``BatchCoordinator``, ``ResultWriter``) so the
 logic is tested without Ray and the shells stay readable in the dashboard.
@@ -15,19 +16,8 @@ from typing import Any
 import ray
 
 from raybatch.actors.coordinator import BatchCoordinator
-from raybatch.actors.writer import ResultWriter, WriteReport
-from raybatch.errors import ConfigError
 from raybatch.metrics import Metrics
-from raybatch.models import Lease
-from raybatch.objects import open_store
-from raybatch.settings import (
-    ClaudeSettings,
-    PrepareSettings,
-    Settings,
-    StateSettings,
-    StoreSettings,
-    WriterSettings,
-)
+from raybatch.settings import ClaudeSettings, Settings, StateSettings, WriterSettings
 from raybatch.state import open_state
 
 log = logging.getLogger(__name__)
@@ -110,39 +100,3 @@ def get_coordinator(settings: Settings) -> Any:
     )
     return actor.remote(settings)
 
-
-class WriterActor:
-    """A ResultWriter as a Ray actor holding its share of the writers' memory resource."""
-
-    def __init__(self, settings: Settings) -> None:
-        self._writer = ResultWriter(
-            open_state(settings.section(StateSettings)),
-            open_store(settings.section(StoreSettings)),
-            sources=settings.section(StoreSettings),
-            prepare=settings.section(PrepareSettings),
-            claude=settings.section(ClaudeSettings),
-            lease_seconds=settings.lease_seconds,
-            metrics=Metrics(),
-        )
-
-    def write(self, lease: Lease) -> WriteReport:
-        return self._writer.write(lease)
-
-
-def start_writers(settings: Settings, run_id: str) -> list[Any]:
-    """RESULT_WORKERS writer actors, each reserving MAX_CONCURRENT_MB / RESULT_WORKERS of the resource."""
-    writers = settings.section(WriterSettings)
-    share = writers.max_concurrent_mb / writers.result_workers
-    if share <= 0:
-        raise ConfigError("MAX_CONCURRENT_MB must leave each writer a share")
-    actor = ray.remote(WriterActor)
-    return [
-        actor.options(
-            name=f"ResultWriter-{i}-{run_id}",
-            resources={writers.result_resource: share},
-            num_cpus=0,
-            max_restarts=-1,
-            max_task_retries=0,
-        ).remote(settings)
-        for i in range(writers.result_workers)
-    ]

@@ -2,15 +2,18 @@
 and how their bytes are read back by any worker.
 
 A source file is known by its URI (``file:///abs/path`` or ``s3://bucket/name``); its user-given
-name is kept as metadata only and never becomes an object key.
+name is kept as metadata only and never becomes an object key. Listing streams: a folder is walked
+one directory at a time and an S3 prefix is read one page of keys at a time, so a backlog of a
+million files is never listed into memory first.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, unquote, urlparse
 
 from raybatch.errors import ConfigError, InvalidSource
@@ -39,17 +42,51 @@ class SourceListing:
 
 def list_sources(source: str | Sequence[str], settings: StoreSettings) -> SourceListing:
     """Every PDF or image under a folder or S3 prefix, or the given list of paths."""
+    skipped: list[str] = []
+    files = list(iter_sources(source, settings, on_skip=skipped.append))
+    return SourceListing(files=files, skipped=skipped)
+
+
+def iter_sources(
+    source: str | Sequence[str],
+    settings: StoreSettings,
+    *,
+    on_skip: Callable[[str], None] = lambda name: None,
+    page_size: int = 1000,
+) -> Iterator[SourceFile]:
+    """The PDFs and images under ``source`` as they are listed, in name order; other files are
+    passed to ``on_skip`` by name. Errors in ``source`` itself are raised before the first file."""
     if not isinstance(source, str):
-        return _listing([_local_file(Path(p)) for p in source])
+        return _kept([_local_file(Path(p)) for p in source], on_skip)
     if source.lower().startswith("s3://"):
-        return _listing(_s3_files(source, settings))
+        return _kept(_s3_files(source, settings, page_size), on_skip)
     path = Path(source)
     if path.is_file():
-        return _listing([_local_file(path)])
+        return _kept([_local_file(path)], on_skip)
     if not path.is_dir():
         raise ConfigError(f"source {source!r} is neither a folder, a file nor an s3:// prefix")
-    files = [_local_file(p) for p in sorted(path.rglob("*")) if p.is_file() and not _hidden(p, path)]
-    return _listing(files)
+    return _kept((_local_file(p) for p in _walk(path)), on_skip)
+
+
+def _kept(files: Iterable[SourceFile], on_skip: Callable[[str], None]) -> Iterator[SourceFile]:
+    for file in files:
+        if Path(file.name).suffix.lower() in SOURCE_SUFFIXES:
+            yield file
+        else:
+            on_skip(file.name)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Files under ``folder`` in path order (as ``sorted(rglob)`` would give), hidden ones left out,
+    one directory in memory at a time."""
+    entries = sorted(folder.iterdir(), key=lambda p: p.name + ("/" if p.is_dir() else ""))
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            yield from _walk(entry)
+        elif entry.is_file():
+            yield entry
 
 
 def read_source(uri: str, settings: StoreSettings) -> bytes:
@@ -66,12 +103,6 @@ def read_source(uri: str, settings: StoreSettings) -> bytes:
     raise ConfigError(f"unsupported source URI scheme {parsed.scheme!r}")
 
 
-def _listing(files: list[SourceFile]) -> SourceListing:
-    keep = [f for f in files if Path(f.name).suffix.lower() in SOURCE_SUFFIXES]
-    skipped = [f.name for f in files if Path(f.name).suffix.lower() not in SOURCE_SUFFIXES]
-    return SourceListing(files=keep, skipped=skipped)
-
-
 def _local_file(path: Path) -> SourceFile:
     resolved = path.resolve()
     if not resolved.is_file():
@@ -79,20 +110,37 @@ def _local_file(path: Path) -> SourceFile:
     return SourceFile(uri=resolved.as_uri(), name=path.name, size=resolved.stat().st_size)
 
 
-def _hidden(path: Path, root: Path) -> bool:
-    return any(part.startswith(".") for part in path.relative_to(root).parts)
-
-
-def _s3_files(source: str, settings: StoreSettings) -> list[SourceFile]:
+def _s3_files(source: str, settings: StoreSettings, page_size: int) -> Iterator[SourceFile]:
     bucket, _, prefix = source[len("s3://") :].partition("/")
     if not bucket:
         raise ConfigError("an S3 source is given as s3://bucket/prefix")
-    objects = _source_store(bucket, settings).source_objects(prefix)
-    return [
-        SourceFile(uri=f"s3://{bucket}/{quote(name)}", name=os.path.basename(name), size=size)
-        for name, size in objects
-        if not name.endswith("/")
-    ]
+    client = _source_store(bucket, settings)._client()
+    return (
+        SourceFile(uri=f"s3://{bucket}/{quote(name)}", name=os.path.basename(name), size=o.size or 0)
+        for o in list_pages(client.list_objects, bucket, prefix, page_size)
+        if (name := o.object_name) and not o.is_dir and not name.endswith("/")
+    )
+
+
+def list_pages(
+    list_objects: Callable[..., Iterable[Any]], bucket: str, prefix: str, page_size: int
+) -> Iterator[Any]:
+    """Objects under ``prefix`` in key order, one page of keys requested at a time.
+
+    Each page is its own listing request (``start_after`` the last key seen), and no page is asked
+    for before the one before it has been consumed.
+    """
+    after: str | None = None
+    while True:
+        count = 0
+        for item in list_objects(bucket, prefix=prefix, recursive=True, start_after=after):
+            count += 1
+            after = item.object_name
+            yield item
+            if count == page_size:
+                break
+        if count < page_size:
+            return
 
 
 def _source_store(bucket: str, settings: StoreSettings) -> MinioObjectStore:

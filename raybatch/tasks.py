@@ -1,6 +1,7 @@
-"""The prepare stage's Ray tasks: read a source once per job, prepare one chunk per task.
+"""The Ray tasks of registration and preparation: inspect a file (hash, kind, pages) near the
+data, read a source once per job, prepare one chunk per task.
 
-Kept apart from ``raybatch.runtime`` so that prepare workers import only what preparing needs.
+Kept apart from ``raybatch.runtime`` so that these workers import only what they need.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import ray
 from raybatch.actors.prepare import ChunkPreparer, ChunkSummary, PreparedChunk, memory_estimate
 from raybatch.models import JobRecord
 from raybatch.ocr import open_ocr
+from raybatch.register import Inspection, inspect_source
 from raybatch.settings import (
     ClaudeSettings,
     OcrSettings,
@@ -20,7 +22,7 @@ from raybatch.settings import (
     StateSettings,
     StoreSettings,
 )
-from raybatch.sources import read_source
+from raybatch.sources import SourceFile, read_source
 from raybatch.state import SqlStateStore, open_state
 from raybatch.steps.chunk import ChunkPlan
 
@@ -45,6 +47,25 @@ def _preparer(settings: Settings) -> tuple[ChunkPreparer, SqlStateStore]:
 
 
 _WORKER_CACHE: dict[str, tuple[ChunkPreparer, SqlStateStore]] = {}
+
+
+@ray.remote(max_retries=0)
+def inspect_file(settings: Settings, source: SourceFile) -> Inspection:
+    """Read, hash and open one file; no bytes come back. Not retried: a file that crashed its
+    reader would crash the next one too."""
+    return inspect_source(source, settings.section(StoreSettings), settings.max_page_pixels)
+
+
+class RayInspector:
+    """Starts one registration task per file."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = ray.put(settings)
+        self._cpus = 1.0 / settings.ocr_workers
+
+    def inspect(self, source: SourceFile) -> Any:
+        name = f"register {source.name[:80]}"
+        return inspect_file.options(name=name, num_cpus=self._cpus).remote(self._settings, source)
 
 
 @ray.remote(max_retries=2)

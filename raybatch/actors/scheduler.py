@@ -241,7 +241,7 @@ class PrepareScheduler:
         if prep is None:
             return
         cause = exc.cause if isinstance(exc, RayTaskError) and exc.cause is not None else exc
-        name, message = error_class(cause), _reason(cause)
+        name, message = error_class(cause), failure_reason(cause)
         self._state.fail_job(job_id, "prepare", name, message, lease=prep.lease)
         log.warning("job %d (%s) failed while preparing: %s", job_id, prep.job.source_name, message)
         self._drop(job_id)
@@ -256,7 +256,7 @@ class PrepareScheduler:
             self._drop(job_id)
 
 
-def _reason(exc: BaseException) -> str:
+def failure_reason(exc: BaseException) -> str:
     """A one-line reason: our own messages as they are, Ray's crash reports shortened."""
     if isinstance(exc, RaybatchError):
         return str(exc)

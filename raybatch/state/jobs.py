@@ -27,7 +27,7 @@ from raybatch.state.schema import errors, jobs
 # Columns a caller may set along with a status change.
 JOB_FIELDS = frozenset({"pages", "progress", "mode", "attempts", "error_class", "error_message"})
 _CLAIM_ROUNDS = 3  # re-select after losing races, so a claimer still fills its limit
-_LEASES_PER_STATEMENT = 10_000  # (id, token) pairs: 20,000 parameters, within every backend's limit
+_LEASES_PER_STATEMENT = 10_000  # 30,000 parameters a statement, within every backend's limit
 _RELEASED = {"lease_owner": None, "lease_expires_at": None}
 
 
@@ -68,6 +68,7 @@ class _Claim:
     """One claim_jobs call: who claims, into which status, and until when."""
 
     worker_id: str
+    from_statuses: list[str]
     to_status: JobStatus
     claimable: sa.ColumnElement[bool]
     now: datetime
@@ -93,6 +94,23 @@ class _Claim:
         if conn.execute(take).rowcount != 1:
             return None
         return Lease(job_id, self.worker_id, token, self.expires, attempt)
+
+    def take_among(self, conn: Connection, ids: list[int], limit: int) -> list[Lease]:
+        """Up to ``limit`` of these jobs, in id order.
+
+        Looked up by primary key only: a status filter here lets SQLite's planner walk the status
+        index over the whole backlog. The UPDATE of ``take`` checks the claim anyway.
+        """
+        statuses = {*self.from_statuses, JobStatus(self.to_status).value}
+        query = sa.select(jobs.c.id, jobs.c.lease_token, jobs.c.attempts, jobs.c.status)
+        rows = conn.execute(query.where(jobs.c.id.in_(ids)).order_by(jobs.c.id)).all()
+        won: list[Lease] = []
+        for job_id, token, attempts, status in rows:
+            if len(won) >= limit:
+                break
+            if status in statuses and (lease := self.take(conn, job_id, token, attempts)) is not None:
+                won.append(lease)
+        return won
 
 
 class JobQueries(SqlBase):
@@ -216,6 +234,7 @@ class JobQueries(SqlBase):
             now = self._now()
             claim = _Claim(
                 worker_id,
+                _statuses(from_statuses),
                 to_status,
                 _claimable(_statuses(from_statuses), to_status, now),
                 now,
@@ -230,11 +249,11 @@ class JobQueries(SqlBase):
     @staticmethod
     def _claim_some(conn: Connection, claim: _Claim, ids: list[int] | None, limit: int) -> list[Lease]:
         """Up to ``limit`` jobs among ``ids`` (or any), re-selecting after races lost."""
+        if ids is not None:
+            return claim.take_among(conn, ids, limit)
         won: list[Lease] = []
         for _ in range(_CLAIM_ROUNDS):
             query = sa.select(jobs.c.id, jobs.c.lease_token, jobs.c.attempts).where(claim.claimable)
-            if ids is not None:
-                query = query.where(jobs.c.id.in_(ids))
             if won:
                 query = query.where(jobs.c.id.not_in([lease.job_id for lease in won]))
             candidates = conn.execute(query.order_by(jobs.c.id).limit(limit - len(won))).all()
@@ -264,15 +283,17 @@ class JobQueries(SqlBase):
                 mine = [lease for lease in leases if lease.worker_id == owner]
                 for start in range(0, len(mine), _LEASES_PER_STATEMENT):
                     group = mine[start : start + _LEASES_PER_STATEMENT]
+                    # The id list lets every backend find the rows by primary key; the pairs fence.
+                    ids = jobs.c.id.in_([x.job_id for x in group])
                     held = sa.tuple_(jobs.c.id, jobs.c.lease_token).in_([(x.job_id, x.token) for x in group])
                     renew = (
                         sa.update(jobs)
-                        .where(held, jobs.c.lease_owner == owner, jobs.c.lease_expires_at.is_not(None))
+                        .where(ids, held, jobs.c.lease_owner == owner, jobs.c.lease_expires_at.is_not(None))
                         .values(lease_expires_at=expires, updated_at=now)
                         .returning(jobs.c.id)
                     )
-                    ids = {row.id for row in conn.execute(renew)}
-                    renewed.extend(replace(x, expires_at=expires) for x in group if x.job_id in ids)
+                    kept = {row.id for row in conn.execute(renew)}
+                    renewed.extend(replace(x, expires_at=expires) for x in group if x.job_id in kept)
         return renewed
 
     def renew_lease(self, lease: Lease, lease_seconds: float) -> Lease:

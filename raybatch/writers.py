@@ -1,0 +1,60 @@
+"""The result writers as Ray actors. This module imports only what writing needs (no Claude SDK,
+no OCR engine): each writer process stays small while it waits for its first job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+
+from raybatch.actors.writer import ResultWriter, WriteReport
+from raybatch.errors import ConfigError
+from raybatch.metrics import Metrics
+from raybatch.models import Lease
+from raybatch.objects import open_store
+from raybatch.settings import (
+    ClaudeSettings,
+    PrepareSettings,
+    Settings,
+    StateSettings,
+    StoreSettings,
+    WriterSettings,
+)
+from raybatch.state import open_state
+
+
+class WriterActor:
+    """A ResultWriter as a Ray actor holding its share of the writers' memory resource."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._writer = ResultWriter(
+            open_state(settings.section(StateSettings)),
+            open_store(settings.section(StoreSettings)),
+            sources=settings.section(StoreSettings),
+            prepare=settings.section(PrepareSettings),
+            claude=settings.section(ClaudeSettings),
+            lease_seconds=settings.lease_seconds,
+            metrics=Metrics(),
+        )
+
+    def write(self, lease: Lease) -> WriteReport:
+        return self._writer.write(lease)
+
+
+def start_writers(settings: Settings, run_id: str) -> list[Any]:
+    """RESULT_WORKERS writer actors, each reserving MAX_CONCURRENT_MB / RESULT_WORKERS of the resource."""
+    writers = settings.section(WriterSettings)
+    share = writers.max_concurrent_mb / writers.result_workers
+    if share <= 0:
+        raise ConfigError("MAX_CONCURRENT_MB must leave each writer a share")
+    actor = ray.remote(WriterActor)
+    return [
+        actor.options(
+            name=f"ResultWriter-{i}-{run_id}",
+            resources={writers.result_resource: share},
+            num_cpus=0,
+            max_restarts=-1,
+            max_task_retries=0,
+        ).remote(settings)
+        for i in range(writers.result_workers)
+    ]
