@@ -89,7 +89,7 @@ def _register(settings: Settings, paths: Sequence[Path]) -> list[int]:
 
 def end_to_end(settings: Settings, paths: Sequence[Path]) -> EndToEnd:
     """A whole run of ``paths`` with an emulator that ends batches at once; writers' memory sampled."""
-    sampler, phases = WriterMemory(), Phases()
+    sampler, phases = WriterMemory(), Phases(len(paths))
     with EmulatorServer(EmulatorConfig(processing_seconds=0.0)) as server:
         settings = settings.model_copy(
             update={"anthropic_base_url": server.base_url, "anthropic_api_key": SecretStr("bench")}
@@ -121,7 +121,8 @@ class Phases:
 
     _BEFORE_ANSWER = frozenset({"pending", "preparing", "prepared", "submitted"})
 
-    def __init__(self) -> None:
+    def __init__(self, files: int) -> None:
+        self._files = files  # jobs register while the run goes on: the totals grow until then
         self._started = time.perf_counter()
         self.first_chunk_at: float | None = None
         self.prepared_at: float | None = None
@@ -131,6 +132,8 @@ class Phases:
         now = time.perf_counter() - self._started
         if self.first_chunk_at is None and progress.pages_prepared:
             self.first_chunk_at = now
+        if progress.total < self._files:
+            return
         if self.prepared_at is None and progress.pages_prepared >= progress.pages_total:
             self.prepared_at = now
         waiting = sum(progress.by_status.get(s, 0) for s in self._BEFORE_ANSWER)

@@ -114,19 +114,19 @@ class Registrar:
             size_bytes=inspection.size,
             mode=self.mode,
             force=self.force,
+            pages=inspection.pages,
         )
-        if job.status is JobStatus.PENDING:
-            if inspection.problem is not None:
-                problem = inspection.problem
-                self.state.fail_job(job.id, "register", error_class(problem), str(problem))
-                log.warning("job %d (%s) failed: %s", job.id, source.name, problem)
-            else:
-                self.state.transition(
-                    job.id, [JobStatus.PENDING], JobStatus.PENDING, pages=inspection.pages, mode=self.mode
-                )
-            job = self.state.get_job(job.id)
-        return Registration(source, job, created)
-
+        if job.status is not JobStatus.PENDING or (created and inspection.problem is None):
+            return Registration(source, job, created)  # a new job already holds what was found
+        if inspection.problem is not None:
+            problem = inspection.problem
+            self.state.fail_job(job.id, "register", error_class(problem), str(problem))
+            log.warning("job %d (%s) failed: %s", job.id, source.name, problem)
+        else:
+            self.state.transition(
+                job.id, [JobStatus.PENDING], JobStatus.PENDING, pages=inspection.pages, mode=self.mode
+            )
+        return Registration(source, self.state.get_job(job.id), created)
 
 def crashed(source: SourceFile, reason: str) -> Inspection:
     """The inspection of a file whose reader died (a crash of the PDF library, a killed worker)."""

@@ -31,7 +31,8 @@ from raybatch.state.port import StateStore
 log = logging.getLogger(__name__)
 
 STALL_SECONDS = 120.0  # say what the run waits for after this long without any change
-SWEEP_SIZE = 500  # the run's jobs looked at per step, to notice what others changed
+SWEEP_SIZE = 500  # the run's jobs looked at per sweep, to notice what others changed
+SWEEP_SECONDS = 0.25  # at most this often
 ANSWERED_POLL_SECONDS = 0.2  # how often idle writers look for answered jobs, between events
 SNAPSHOT_SECONDS = 0.25  # how often the coordinator's backlog is asked for
 FLUSH_SECONDS = 5.0  # the flush flag is sent again this often (a restarted coordinator lost it)
@@ -132,6 +133,7 @@ class Driver:
         now = monotonic()
         self._started = self._last_renew = self._moved_at = now
         self._asked_snapshot = self._asked_answered = self._sent_flush = self._reported = -1e9
+        self._swept = -1e9
         self._flushing: bool | None = None
         self._last_move: Any = None
         self.add(state.get_jobs(job_ids))
@@ -224,6 +226,9 @@ class Driver:
     def _sweep_some(self) -> None:
         """Look at the next slice of the run's live jobs: what the coordinator, other drivers or a
         person changed (answered, failed, canceled, prepared again, a dead driver's lease)."""
+        if self._monotonic() - self._swept < SWEEP_SECONDS:
+            return
+        self._swept = self._monotonic()
         if self._cursor >= len(self._sweep):
             self._sweep = [j for j in self._sweep if not self._seen[j].terminal]
             self._cursor = 0
@@ -295,7 +300,8 @@ class Driver:
 
     def _flush(self) -> None:
         """Tell the coordinator when no more work is coming soon (sent on change, and now and then)."""
-        idle = self._parts.scheduler.idle
+        intake = self._parts.intake
+        idle = self._parts.scheduler.idle and not self._queue and (intake is None or intake.finished)
         if idle != self._flushing or self._monotonic() - self._sent_flush >= FLUSH_SECONDS:
             self._flushing, self._sent_flush = idle, self._monotonic()
             self._call("flush", idle)
@@ -377,8 +383,8 @@ class Driver:
         by_job: dict[int, Lease] = {lease.job_id: lease for lease in renewed}
         self._parts.scheduler.renewed(by_job)
         for lease in self._parts.writers.leases:
-            if lease.job_id not in by_job:
-                log.warning("job %d: write lease lost", lease.job_id)
+            if lease.job_id not in by_job:  # mostly a write that just ended and released it
+                log.info("job %d: write lease not renewed", lease.job_id)
         self._parts.writers.renewed(by_job)
 
     def _progress(self) -> Progress:

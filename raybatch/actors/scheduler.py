@@ -135,8 +135,11 @@ class PrepareScheduler:
             limit=len(ids),
             job_ids=ids,
         )
+        jobs = {job.id: job for job in self._state.get_jobs(lease.job_id for lease in leases)}
+        answered = self._state.chunk_counts(list(jobs)) if leases else {}
         for lease in leases:
-            self._start(lease)
+            succeeded = answered.get(lease.job_id, {}).get(ChunkStatus.SUCCEEDED, 0)
+            self._start(jobs[lease.job_id], lease, has_answers=succeeded > 0)
         return len(leases)
 
     def renewed(self, leases: Mapping[int, Lease]) -> None:
@@ -158,13 +161,13 @@ class PrepareScheduler:
         return ready
 
     # --- launching ------------------------------------------------------------------------
-    def _start(self, lease: Lease) -> None:
-        job = self._state.get_job(lease.job_id)
+    def _start(self, job: JobRecord, lease: Lease, *, has_answers: bool) -> None:
         if lease.attempt > self._max_attempts:
             reason = f"prepare tried {lease.attempt - 1} times (workers killed or lost, e.g. out of memory)"
             self._state.fail_job(job.id, "prepare", "AttemptsExhausted", reason, lease=lease)
             return
-        done = {c.n for c in self._state.get_chunks(job.id) if c.status is ChunkStatus.SUCCEEDED}
+        chunks = self._state.get_chunks(job.id) if has_answers else []
+        done = {c.n for c in chunks if c.status is ChunkStatus.SUCCEEDED}
         plans = [p for p in plan_chunks(job.pages or 0) if p.n not in done]
         self._jobs[job.id] = JobInPrep(job, lease, {p.n for p in plans})
         self._queue.extend((job.id, plan) for plan in plans)

@@ -126,6 +126,7 @@ class JobQueries(SqlBase):
         size_bytes: int,
         mode: str = "batch",
         force: bool = False,
+        pages: int | None = None,
     ) -> tuple[JobRecord, bool]:
         """The job for this content, and whether it was created now (same sha256 = same job)."""
         now = self._now()
@@ -139,6 +140,7 @@ class JobQueries(SqlBase):
             "size_bytes": size_bytes,
             "mode": mode,
             "status": JobStatus.PENDING.value,
+            "pages": pages,
             "progress": 0.0,
             "attempts": 0,
             "lease_token": 0,

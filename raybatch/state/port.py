@@ -87,9 +87,11 @@ class StateStore(Protocol):
         size_bytes: int,
         mode: str = "batch",
         force: bool = False,
+        pages: int | None = None,
     ) -> tuple[JobRecord, bool]:
         """The job for this content, and whether it was created now (same sha256 = same job,
-        the newest one; ``force`` makes a new job anyway). ``source_name`` is metadata only."""
+        the newest one; ``force`` makes a new job anyway). ``source_name`` is metadata only;
+        ``pages`` is recorded on a job created now."""
         ...
 
     def get_job(self, job_id: int) -> JobRecord:

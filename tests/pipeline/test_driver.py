@@ -136,3 +136,27 @@ def test_claims_never_exceed_the_window(state: SqlStateStore) -> None:
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 20
     assert claims and all(limit <= 3 and ids <= 3 for limit, ids in claims)
     assert max(held) == 3  # the window was used, never passed
+
+
+class RestartsInPlace(CoordinatorState):
+    """Ray restarts the actor between two calls: its offers are gone, and no call ever failed."""
+
+    restarted: bool = False
+
+    def snapshot(self) -> Any:
+        if self.offers and not self.restarted:
+            self.offers.clear()
+            self.restarted, self.answer = True, True
+        return super().snapshot()
+
+
+def test_offers_lost_by_a_coordinator_restarted_in_place_are_made_again(state: SqlStateStore) -> None:
+    jobs = [pending_job(state, n) for n in range(2)]
+    coordinator = RestartsInPlace(state, answer=False)
+    handle = StandInCoordinator(coordinator)
+    parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: handle)
+    ended = Driver(state, jobs, parts, sleep=Pauses([])).run()
+
+    assert coordinator.restarted
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
+    assert coordinator.offered.count(jobs[0]) >= 2  # offered, lost, offered again
