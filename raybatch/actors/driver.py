@@ -337,14 +337,15 @@ class Driver:
             self._reconnect(exc)
             return
         if self._snapshot.offered_jobs == 0 and self._holding():
-            # Restarted in place by Ray between two calls: it lost every offer without an error.
-            log.warning("the coordinator holds none of this driver's offers; offering them again")
+            # Restarted in place by Ray between two calls, it lost every offer without an error (or
+            # it answered them all since this driver last looked: offering again is harmless).
+            log.info("the coordinator holds none of this driver's offers; offering them again")
             self._reoffer_all()
 
     def _holding(self) -> bool:
-        """Whether the coordinator should hold an offer of this driver (prepared, not yet answered)."""
-        waiting = (JobStatus.PREPARED, JobStatus.SUBMITTED)
-        return any(self._seen.get(job_id) in waiting for job_id in self._offered)
+        """Whether the coordinator should hold an offer of this driver (prepared, not yet submitted;
+        a submitted job needs its payloads again only after it came back to prepared)."""
+        return any(self._seen.get(job_id) is JobStatus.PREPARED for job_id in self._offered)
 
     def _reconnect(self, exc: RayActorError) -> None:
         """Fetch the named coordinator again until a live one takes every offer this driver holds.
