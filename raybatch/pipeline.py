@@ -182,7 +182,14 @@ def _prepare_cap(settings: Settings) -> int | Callable[[], int]:
     autoscaled cluster starting with no worker sees demand and grows)."""
     if settings.prepare_in_flight:
         return settings.prepare_in_flight
-    return lambda: max(8, 2 * int(ray.cluster_resources().get("CPU", 0)))
+    seen = {"at": -1e9, "cap": 8}
+
+    def cap() -> int:  # asking Ray costs milliseconds: once every few seconds is enough
+        if time.monotonic() - seen["at"] >= 5.0:
+            seen["at"], seen["cap"] = time.monotonic(), max(8, 2 * int(ray.cluster_resources().get("CPU", 0)))
+        return int(seen["cap"])
+
+    return cap
 
 
 @contextlib.contextmanager

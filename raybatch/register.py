@@ -170,7 +170,9 @@ class SourceIntake:
 
     @property
     def refs(self) -> list[Any]:
-        return [ref for _, ref in self._pending]
+        """The inspection registered next: files are registered in order, so waking for a later
+        one would only spin."""
+        return [self._pending[0][1]] if self._pending else []
 
     @property
     def finished(self) -> bool:

@@ -84,6 +84,10 @@ class WriterPool:
     def idle_count(self) -> int:
         return len(self._idle)
 
+    def holds(self, job_id: int) -> bool:
+        """True while one of the writers writes this job."""
+        return any(r.lease.job_id == job_id for r in self._running.values())
+
     def renewed(self, leases: dict[int, Lease]) -> None:
         """Take the renewed leases (same tokens, later expiry)."""
         for running in self._running.values():

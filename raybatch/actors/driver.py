@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 STALL_SECONDS = 120.0  # say what the run waits for after this long without any change
 SWEEP_SIZE = 500  # the run's jobs looked at per sweep, to notice what others changed
-SWEEP_SECONDS = 0.25  # at most this often
+SWEEP_SECONDS = 0.5  # at most this often
 ANSWERED_POLL_SECONDS = 0.2  # how often idle writers look for answered jobs, between events
 SNAPSHOT_SECONDS = 0.25  # how often the coordinator's backlog is asked for
 FLUSH_SECONDS = 5.0  # the flush flag is sent again this often (a restarted coordinator lost it)
@@ -126,6 +126,7 @@ class Driver:
         self._sweep: list[int] = []
         self._cursor = 0
         self._to_forget: list[int] = []
+        self._sent: list[Any] = []  # coordinator calls not yet answered, oldest first
         self._candidates: list[JobRecord] = []
         self._documents = 0
         self._snapshot: Any = None
@@ -188,6 +189,8 @@ class Driver:
             if self._live == 0 and (self._parts.intake is None or self._parts.intake.finished):
                 self._documents += sum(r.documents for r in self._parts.writers.drain())
                 self._forget()
+                for ref in self._sent:
+                    self._parts.wait([ref], self._tick_seconds)
                 if on_progress is not None:
                     on_progress(self._progress())
                 return self._state.get_jobs(self._seen)
@@ -221,6 +224,7 @@ class Driver:
         self._write()
         self._flush()
         self._forget()
+        self._check_sent()
         self._renew_leases()
 
     def _sweep_some(self) -> None:
@@ -232,12 +236,16 @@ class Driver:
         if self._cursor >= len(self._sweep):
             self._sweep = [j for j in self._sweep if not self._seen[j].terminal]
             self._cursor = 0
-        ids = self._sweep[self._cursor : self._cursor + SWEEP_SIZE]
+        ids = [j for j in self._sweep[self._cursor : self._cursor + SWEEP_SIZE] if not self._holds(j)]
         self._cursor += SWEEP_SIZE
         if ids:
             for job in self._state.get_jobs(ids):
                 if job.status is not self._seen[job.id]:
                     self._see(job.id, job.status)
+
+    def _holds(self, job_id: int) -> bool:
+        """A job this driver is preparing or writing: it learns that job's changes first-hand."""
+        return self._parts.scheduler.holds(job_id) or self._parts.writers.holds(job_id)
 
     def _claim(self) -> None:
         """Claim queued jobs while fewer than the window are being prepared."""
@@ -311,11 +319,20 @@ class Driver:
             done, self._to_forget = self._to_forget, []
             self._call("forget", done)
 
-    def _call(self, method: str, *args: Any) -> Any:
-        """Call the coordinator; if it died, fetch it again (restarted or new), re-offer, retry."""
-        while True:
+    def _call(self, method: str, *args: Any) -> None:
+        """Send a call to the coordinator without waiting for it; its outcome is checked later."""
+        try:
+            self._sent.append(getattr(self._coordinator, method).remote(*args))
+        except RayActorError as exc:
+            self._reconnect(exc)
+
+    def _check_sent(self) -> None:
+        """The calls the coordinator has answered, oldest first; if it died, fetch it again
+        (restarted or new) and offer everything again."""
+        while self._sent and self._parts.ready(self._sent[0]):
+            ref = self._sent.pop(0)
             try:
-                return self._parts.call(getattr(self._coordinator, method).remote(*args))
+                self._parts.call(ref)
             except RayActorError as exc:
                 self._reconnect(exc)
 
@@ -353,6 +370,7 @@ class Driver:
         A handle fetched right after a death may still be the dead actor's: it fails at once, and
         the next fetch (after a short pause) finds the restarted or new actor.
         """
+        self._sent.clear()  # sent to the dead actor: what matters is offered again below
         for delay in _reconnect_delays():
             log.warning("coordinator unavailable (%s); reconnecting", type(exc).__name__)
             self._sleep(delay)
