@@ -103,7 +103,7 @@ def _intake(settings: Settings, files: Iterator[SourceFile], *, force: bool) -> 
         files,
         RayInspector(settings),
         registrar,
-        in_flight=_claim_window(settings),
+        in_flight=_claim_window(settings)(),
         ready=_ready,
         get=ray.get,
         failure=_crash_reason,
@@ -171,10 +171,11 @@ def _wait_any(refs: list[object], timeout: float) -> None:
     ray.wait(refs, num_returns=1, timeout=timeout)
 
 
-def _claim_window(settings: Settings) -> int:
-    """Jobs claimed for preparing at once: enough to keep every prepare slot busy, never the backlog."""
-    cap = settings.prepare_in_flight or max(8, 2 * int(ray.cluster_resources().get("CPU", 0)))
-    return 2 * cap
+def _claim_window(settings: Settings) -> Callable[[], int]:
+    """Jobs claimed for preparing at once: enough to keep every prepare slot busy (twice the
+    prepare cap, as the cluster is now), never the whole backlog."""
+    cap = _prepare_cap(settings)
+    return (lambda: 2 * cap()) if callable(cap) else (lambda: 2 * cap)
 
 
 def _prepare_cap(settings: Settings) -> int | Callable[[], int]:

@@ -105,7 +105,7 @@ class Driver:
         *,
         lease_seconds: float = 60.0,
         tick_seconds: float = 0.5,
-        claim_window: int = 64,
+        claim_window: int | Callable[[], int] = 64,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -113,7 +113,8 @@ class Driver:
         self._parts = parts
         self._lease_seconds = lease_seconds
         self._tick_seconds = tick_seconds
-        self._window = max(1, claim_window)
+        # A callable window follows the prepare cap as the cluster grows or shrinks.
+        self._window = claim_window if callable(claim_window) else (lambda: claim_window)
         self._sleep = sleep
         self._monotonic = monotonic
         self._coordinator = parts.coordinator()
@@ -250,7 +251,7 @@ class Driver:
     def _claim(self) -> None:
         """Claim queued jobs while fewer than the window are being prepared."""
         scheduler = self._parts.scheduler
-        room = self._window - scheduler.held
+        room = max(1, self._window()) - scheduler.held
         if room <= 0 or not self._queue:
             return
         ids = [self._queue.popleft() for _ in range(min(room, len(self._queue)))]
