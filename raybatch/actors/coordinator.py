@@ -7,6 +7,10 @@ batching and go through synchronous calls. The pause flag skips both phases. Eve
 (SDK, database) runs on the actor's own thread pool, never on the event loop. The DB is the truth:
 a restarted coordinator reattaches every batch in flight; prepared payloads are the only cache, and
 the driver re-offers them.
+
+Recovery is a sweep, run at start and every SWEEP_INTERVAL: intents never attached are adopted or
+dropped, chunks held by no live batch or call go again, and jobs whose status lags their chunks
+are settled. So every window a crash or a database error can open closes by itself.
 """
 
 from __future__ import annotations
@@ -22,22 +26,31 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from raybatch.actors.filing import ResultFiler
-from raybatch.claude.batch_client import AnthropicBatchClient
+from raybatch.actors.sync_calls import SYNC_BATCH, SyncCalls
+from raybatch.claude.batch_client import AnthropicBatchClient, Unavailable
 from raybatch.claude.poller import poll_backoff, poll_once
-from raybatch.claude.records import BatchState, PreparedRequest
+from raybatch.claude.records import BatchState, PreparedRequest, RequestResult
 from raybatch.claude.sync_client import AnthropicMessageClient
-from raybatch.errors import BatchFailed, PermanentError, SpendLimitReached, TransientError, error_class
+from raybatch.errors import (
+    AuthenticationFailed,
+    BatchFailed,
+    InvalidRequest,
+    PermanentError,
+    SpendLimitReached,
+    TransientError,
+    error_class,
+)
 from raybatch.metrics import Metrics
 from raybatch.models import BatchStatus, ChunkStatus, JobStatus
 from raybatch.settings import ClaudeSettings
 from raybatch.state.port import BatchRecord, StateStore
-from raybatch.steps.pack import pack
+from raybatch.steps.pack import ENVELOPE_BYTES, pack
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-SYNC_BATCH = "sync"  # the batch id chunks carry while a synchronous call is under way
-PARK_SECONDS = 600.0  # how long work waits after the account's spend limit was reached
+__all__ = ["SYNC_BATCH", "BatchCoordinator", "CoordinatorSnapshot", "Offer"]
+
 RESULT_READS = 5  # tries to read one batch's results when the stream is cut
 RESOLVE_SECONDS = 120.0  # a prepared payload not readable by then is treated as lost
 
@@ -63,6 +76,7 @@ class CoordinatorSnapshot:
     paused: bool
     parked: bool
     running: bool
+    stopped: str | None = None  # why no work can be sent at all (credentials rejected)
 
 
 class BatchCoordinator:
@@ -94,9 +108,20 @@ class BatchCoordinator:
         self._first_offer_at: float | None = None
         self._flush = False
         self._parked_until = 0.0
-        self._sync_tasks: set[asyncio.Task[None]] = set()
+        self._stopped: str | None = None
+        self._sync = SyncCalls(
+            state,
+            self._messages,
+            self._filer,
+            io=self._io,
+            settle=self._settle,
+            on_permanent=self._fail_jobs,
+            on_parked=self._park,
+        )
+        self._unattached: dict[int, BatchState] = {}  # created, but not yet recorded as such
         self._loop_task: asyncio.Task[None] | None = None
         self._recovered = False
+        self._next_sweep = 0.0
         self._delays = poll_backoff(claude.poll_interval).delays()
 
     # --- what the driver calls ------------------------------------------------------------
@@ -129,10 +154,11 @@ class BatchCoordinator:
             offered_jobs=len(self._offers),
             pending_bytes=sum(o.request_bytes for o in self._offers.values() if o.job_id in waiting),
             active_batches=len(active),
-            sync_in_flight=len(self._sync_tasks),
+            sync_in_flight=len(self._sync.tasks),
             paused=paused,
             parked=self._monotonic() < self._parked_until,
             running=self._loop_task is not None and not self._loop_task.done(),
+            stopped=self._stopped,
         )
 
     async def stop(self) -> None:
@@ -140,8 +166,12 @@ class BatchCoordinator:
         if self._loop_task is not None:
             self._loop_task.cancel()
             await asyncio.gather(self._loop_task, return_exceptions=True)
-        await asyncio.gather(*self._sync_tasks, return_exceptions=True)
+        await asyncio.gather(*self._sync.tasks, return_exceptions=True)
         self._pool.shutdown(wait=False)
+
+    @property
+    def _sync_tasks(self) -> set[asyncio.Task[None]]:
+        return self._sync.tasks
 
     # --- the loop -------------------------------------------------------------------------
     def _ensure_running(self) -> None:
@@ -162,11 +192,15 @@ class BatchCoordinator:
             await asyncio.sleep(0.2 if busy else next(self._delays))
 
     async def step(self) -> bool:
-        """One pass: recover once, then submit and poll unless paused. True when work moved."""
+        """One pass: sweep when due, then submit and poll unless paused. True when work moved."""
         if not self._recovered:
-            await self._recover()
+            await self._sweep()
+            self._recovered = True
         if await self._io(self._state.is_paused):
             return False
+        if self._monotonic() >= self._next_sweep:
+            await self._sweep()
+        await self._sync.file_pending()
         submitted = await self._submit_phase()
         polled = await self._poll_phase()
         if submitted or polled:
@@ -174,18 +208,32 @@ class BatchCoordinator:
         return submitted
 
     # --- recovery -------------------------------------------------------------------------
-    async def _recover(self) -> None:
-        """Reattach what the DB says is in flight: intents without a batch, sync calls cut short."""
+    async def _sweep(self) -> None:
+        """Close every window a crash or an error left open; the DB says what is in flight."""
+        self._next_sweep = self._monotonic() + self._claude.sweep_interval
+        for intent_id, batch in list(self._unattached.items()):
+            await self._attach(intent_id, batch)
         for record in await self._io(self._state.active_batches):
             if record.status is BatchStatus.CREATING:
                 await self._reconcile_intent(record)
-        released = await self._io(self._state.release_chunks, SYNC_BATCH)
-        if released:
-            log.info("recovery: %d synchronous requests cut short go again", released)
-        self._recovered = True
+        cut_short = sorted(set(await self._io(self._state.submitted_chunk_ids, SYNC_BATCH)) - self._sync.live)
+        if cut_short:
+            await self._io(self._state.release_chunks, SYNC_BATCH, cut_short)
+            log.info("recovery: %d synchronous requests cut short go again", len(cut_short))
+        stranded = await self._io(self._state.release_stranded_chunks, [SYNC_BATCH])
+        if stranded:
+            log.info("recovery: %d requests of batches no longer in flight go again", stranded)
+        unsettled = await self._io(self._state.unsettled_jobs)
+        if unsettled:
+            log.info("recovery: settling jobs %s", unsettled[:20])
+            await self._settle(set(unsettled))
 
     async def _reconcile_intent(self, record: BatchRecord) -> None:
-        """An intent recorded but never attached: adopt the batch if the API has it, else drop it."""
+        """An intent recorded but never attached: adopt the batch if the API has it, else drop it.
+
+        An adopted batch is checked again when it ends: results that are not exactly ours (another
+        database on the same workspace) are never filed (see ``_collect``).
+        """
         known = await self._io(self._known_batch_ids)
         found = await self._io(self._batches.find_created, record.request_count, record.created_at, known)
         if found is None:
@@ -193,6 +241,7 @@ class BatchCoordinator:
             log.info("recovery: batch intent %d was never created", record.id)
             return
         await self._attach(record.id, found)
+        await self._settle(set(await self._io(self._state.batch_jobs, record.id)))
         log.info("recovery: batch intent %d adopted as %s", record.id, found.id)
 
     def _known_batch_ids(self) -> set[str]:
@@ -203,6 +252,9 @@ class BatchCoordinator:
         if self._monotonic() < self._parked_until:
             return False
         offers = await self._ready_offers()
+        if offers and self._stopped is not None:
+            await self._fail_jobs({o.job_id for o in offers}, AuthenticationFailed(self._stopped))
+            return True
         if not offers or not self._due(offers):
             return False
         requests = await self._requests_for(offers)
@@ -210,7 +262,7 @@ class BatchCoordinator:
         sync = [r for r in requests if r.job_id in sync_ids]
         batch = [r for r in requests if r.job_id not in sync_ids]
         if sync:
-            await self._start_sync(sync)
+            await self._sync.start(sync)
             self._metrics.sync_sent(len(sync))
         if batch:
             await self._submit_batches(batch)
@@ -242,9 +294,14 @@ class BatchCoordinator:
         to be prepared again instead of blocking the pass.
         """
         requests: list[PreparedRequest] = []
+        creating = await self._io(self._state.intent_chunk_ids)  # may be in a batch already
         for offer in offers:
             chunks = await self._io(self._state.get_chunks, offer.job_id)
-            owed = [c.n for c in chunks if c.status in (ChunkStatus.PREPARED, ChunkStatus.RETRY)]
+            owed = [
+                c.n
+                for c in chunks
+                if c.status in (ChunkStatus.PREPARED, ChunkStatus.RETRY) and c.custom_id not in creating
+            ]
             try:
                 resolved = [
                     await asyncio.wait_for(self._resolve(offer.chunks[n]), RESOLVE_SECONDS) for n in owed
@@ -259,19 +316,33 @@ class BatchCoordinator:
 
     async def _submit_batches(self, requests: Sequence[PreparedRequest]) -> None:
         max_bytes = self._claude.batch_max_mb * 1_000_000
-        groups = pack(requests, max_bytes=max_bytes, max_requests=self._claude.batch_max_requests)
+        too_large = [r for r in requests if ENVELOPE_BYTES + r.encoded_size > max_bytes]
+        for request in too_large:
+            reason = (
+                f"chunk {request.n} is {request.encoded_size / 1e6:.1f} MB as a request: "
+                f"larger than a batch may be (BATCH_MAX_MB={self._claude.batch_max_mb})"
+            )
+            await self._fail_jobs({request.job_id}, InvalidRequest(reason))
+        refused = {r.job_id for r in too_large}
+        fitting = [r for r in requests if r.job_id not in refused]
+        groups = pack(fitting, max_bytes=max_bytes, max_requests=self._claude.batch_max_requests)
         for group in groups:
             try:
                 await self._create_batch(group)
             except SpendLimitReached:
-                self._park()
+                self._park("spend limit reached")
+                return
+            except Unavailable as exc:
+                self._park(f"the API is unavailable: {exc}")
                 return
             except PermanentError as exc:
                 await self._fail_jobs({r.job_id for r in group}, exc)
             except TransientError as exc:
-                log.warning("batch create failed, the jobs wait for the next pass: %s", exc)
+                log.warning("batch create interrupted, the sweep reconciles it: %s", exc)
 
     async def _create_batch(self, group: Sequence[PreparedRequest]) -> None:
+        """Create one batch, exactly once: the intent is recorded first, the created id kept in
+        memory until it is recorded; whatever fails after a create is reconciled, never re-created."""
         custom_ids = [r.custom_id for r in group]
         size = sum(r.encoded_size for r in group)
         intent_id = await self._io(self._state.record_batch_intent, custom_ids, size)
@@ -279,11 +350,17 @@ class BatchCoordinator:
         known = await self._io(self._known_batch_ids)
         try:
             batch = await self._io(
-                self._batches.create_reconciled, group, created_after=intent.created_at, known_ids=known
+                self._batches.create_reconciled,
+                group,
+                created_after=intent.created_at,
+                known_ids=known,
+                budget=self._claude.outage_budget,
             )
-        except BaseException:
-            await self._io(self._state.mark_batch_lost, intent_id)
+        except (PermanentError, SpendLimitReached, Unavailable) as exc:
+            if not isinstance(exc, Unavailable) or not exc.maybe_created:
+                await self._io(self._state.mark_batch_lost, intent_id)  # surely nothing was created
             raise
+        self._unattached[intent_id] = batch
         await self._attach(intent_id, batch)
         self._metrics.batch_created(len(group), size)
         log.info("batch %s created: %d requests, %.1f MB", batch.id, len(group), size / 1e6)
@@ -292,31 +369,12 @@ class BatchCoordinator:
         """Record the created batch; its chunks become submitted in the same transaction."""
         raw = json.dumps(dict(batch.raw), default=str)
         await self._io(self._state.attach_batch, intent_id, batch.id, BatchStatus.IN_PROGRESS, raw)
+        self._unattached.pop(intent_id, None)
 
-    # --- synchronous (urgent) jobs --------------------------------------------------------
-    async def _start_sync(self, requests: Sequence[PreparedRequest]) -> None:
-        await self._io(self._state.mark_chunks_submitted, [r.custom_id for r in requests], SYNC_BATCH)
-        task = asyncio.get_running_loop().create_task(self._run_sync(list(requests)))
-        self._sync_tasks.add(task)
-        task.add_done_callback(self._sync_tasks.discard)
-
-    async def _run_sync(self, requests: list[PreparedRequest]) -> None:
-        try:
-            outcome = await self._io(self._messages.send, requests)
-        except PermanentError as exc:
-            await self._io(self._state.release_chunks, SYNC_BATCH, [r.custom_id for r in requests])
-            await self._fail_jobs({r.job_id for r in requests}, exc)
-            return
-        if outcome.parked:  # never sent: back to prepared, no try counted
-            await self._io(self._state.release_chunks, SYNC_BATCH, outcome.parked)
-            self._park()
-        sent = [r.custom_id for r in requests if r.custom_id not in set(outcome.parked)]
-        await self._io(self._filer.file, SYNC_BATCH, sent, outcome.results)
-        await self._settle({r.job_id for r in requests})
-
-    def _park(self) -> None:
-        log.warning("spend limit reached: new work parked for %.0f s", PARK_SECONDS)
-        self._parked_until = self._monotonic() + PARK_SECONDS
+    def _park(self, reason: str) -> None:
+        seconds = self._claude.park_seconds
+        log.warning("%s: new work parked for %.0f s", reason, seconds)
+        self._parked_until = self._monotonic() + seconds
 
     # --- poll phase -----------------------------------------------------------------------
     async def _poll_phase(self) -> bool:
@@ -326,8 +384,23 @@ class BatchCoordinator:
         for record in active:
             if record.anthropic_id is None or record.status is BatchStatus.CREATING:
                 continue
-            moved = await self._poll_batch(record) or moved
+            try:
+                moved = await self._poll_batch(record) or moved
+            except TransientError as exc:
+                log.warning("batch %s: %s; will look again", record.anthropic_id, exc)
+            except PermanentError as exc:  # deleted, past retention: this batch only is lost
+                moved = await self._isolated(record, self._lose_batch(record, exc)) or moved
+            except Exception:  # a database error or a bug: the other batches go on
+                log.exception("batch %s: pass failed; will look again", record.anthropic_id)
         return moved
+
+    async def _isolated(self, record: BatchRecord, work: Awaitable[None]) -> bool:
+        try:
+            await work
+        except Exception:
+            log.exception("batch %s: could not be settled; will try again", record.anthropic_id)
+            return False
+        return True
 
     async def _poll_batch(self, record: BatchRecord) -> bool:
         assert record.anthropic_id is not None
@@ -355,6 +428,9 @@ class BatchCoordinator:
         assert record.anthropic_id is not None
         expected = await self._io(self._state.batch_chunks, record.id)
         results = await self._io(self._read_results, record.anthropic_id)
+        if _foreign(results, expected):
+            await self._disown(record, results)
+            return
         await self._io(self._filer.file, record.anthropic_id, expected, results)
         await self._io(self._state.update_batch, state.id, BatchStatus.ENDED, dict(state.counts), _raw(state))
         self._metrics.batch_ended()
@@ -376,6 +452,17 @@ class BatchCoordinator:
                 time.sleep(min(2.0**attempt, 30.0))
         return list(seen.values())
 
+    async def _disown(self, record: BatchRecord, results: Sequence[RequestResult]) -> None:
+        """An adopted batch whose results are not our requests: nothing is filed, ours go again."""
+        log.error(
+            "batch %s holds %d results that are not this database's requests: not filed; "
+            "its intent's requests go again",
+            record.anthropic_id,
+            len(results),
+        )
+        await self._io(self._state.mark_batch_lost, record.id)
+        await self._settle(set(await self._io(self._state.batch_jobs, record.id)))
+
     async def _lose_batch(self, record: BatchRecord, exc: Exception) -> None:
         """A batch the API no longer knows: its chunks go again in a later batch."""
         log.warning("batch %s lost: %s", record.anthropic_id, exc)
@@ -393,6 +480,10 @@ class BatchCoordinator:
                 self._offers.pop(job_id, None)
 
     async def _fail_jobs(self, job_ids: set[int], exc: BaseException) -> None:
+        if isinstance(exc, AuthenticationFailed) and self._stopped is None:
+            self._stopped = f"Claude rejected the credentials; set ANTHROPIC_API_KEY and run again ({exc})"
+            log.error("%s", self._stopped)
+            exc = AuthenticationFailed(self._stopped)
         for job_id in sorted(job_ids):
             await self._io(self._state.fail_job, job_id, "claude", error_class(exc), str(exc))
             self._offers.pop(job_id, None)
@@ -409,6 +500,12 @@ async def _identity(value: Any) -> Any:
 
 def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _foreign(results: Sequence[RequestResult], expected: Sequence[str]) -> bool:
+    """Results naming a request the batch never held: not our batch (or not only ours)."""
+    ours = set(expected)
+    return any(result.custom_id not in ours for result in results)
 
 
 def _raw(state: BatchState) -> str:
