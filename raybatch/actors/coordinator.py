@@ -16,7 +16,6 @@ are settled. So every window a crash or a database error can open closes by itse
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -24,12 +23,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from raybatch.actors.batch_create import BatchCreator
 from raybatch.actors.batch_poll import BatchPolls
 from raybatch.actors.filing import ResultFiler
 from raybatch.actors.sync_calls import SYNC_BATCH, SyncCalls
 from raybatch.claude.batch_client import AnthropicBatchClient, Unavailable
 from raybatch.claude.poller import poll_backoff
-from raybatch.claude.records import BatchState, PreparedRequest
+from raybatch.claude.records import PreparedRequest
 from raybatch.claude.sync_client import AnthropicMessageClient
 from raybatch.errors import (
     AuthenticationFailed,
@@ -119,7 +119,9 @@ class BatchCoordinator:
         self._polls = BatchPolls(
             state, self._batches, self._filer, io=self._io, settle=self._settle, metrics=self._metrics
         )
-        self._unattached: dict[int, BatchState] = {}  # created, but not yet recorded as such
+        self._creator = BatchCreator(
+            state, self._batches, io=self._io, outage_budget=claude.outage_budget, metrics=self._metrics
+        )
         self._loop_task: asyncio.Task[None] | None = None
         self._recovered = False
         self._next_sweep = 0.0
@@ -210,13 +212,32 @@ class BatchCoordinator:
 
     # --- recovery -------------------------------------------------------------------------
     async def _sweep(self) -> None:
-        """Close every window a crash or an error left open; the DB says what is in flight."""
+        """Close every window a crash or an error left open; the DB says what is in flight.
+
+        Each part stands alone: one that fails (the API or the database away) is logged and
+        tried again at the next sweep, and never holds up the others or the pass.
+        """
         self._next_sweep = self._monotonic() + self._claude.sweep_interval
-        for intent_id, batch in list(self._unattached.items()):
-            await self._attach(intent_id, batch)
+        await self._guarded("recording created batches", self._creator.record_created())
         for record in await self._io(self._state.active_batches):
             if record.status is BatchStatus.CREATING:
-                await self._reconcile_intent(record)
+                await self._guarded(f"reconciling intent {record.id}", self._reconcile(record))
+        await self._guarded("releasing requests nothing holds", self._release_unheld())
+        await self._guarded("settling jobs", self._settle_lagging())
+
+    async def _guarded(self, what: str, work: Awaitable[None]) -> None:
+        try:
+            await work
+        except Exception as exc:
+            log.warning("recovery: %s failed, will try again: %s", what, exc)
+
+    async def _reconcile(self, record: BatchRecord) -> None:
+        if await self._creator.reconcile(record):
+            await self._settle(set(await self._io(self._state.batch_jobs, record.id)))
+
+    async def _release_unheld(self) -> None:
+        """Sync calls no task runs any more go back to prepared; chunks of batches no longer in
+        flight go again."""
         cut_short = sorted(set(await self._io(self._state.submitted_chunk_ids, SYNC_BATCH)) - self._sync.live)
         if cut_short:
             await self._io(self._state.release_chunks, SYNC_BATCH, cut_short)
@@ -224,29 +245,12 @@ class BatchCoordinator:
         stranded = await self._io(self._state.release_stranded_chunks, [SYNC_BATCH])
         if stranded:
             log.info("recovery: %d requests of batches no longer in flight go again", stranded)
+
+    async def _settle_lagging(self) -> None:
         unsettled = await self._io(self._state.unsettled_jobs)
         if unsettled:
             log.info("recovery: settling jobs %s", unsettled[:20])
             await self._settle(set(unsettled))
-
-    async def _reconcile_intent(self, record: BatchRecord) -> None:
-        """An intent recorded but never attached: adopt the batch if the API has it, else drop it.
-
-        An adopted batch is checked again when it ends: results that are not exactly ours (another
-        database on the same workspace) are never filed (see ``_collect``).
-        """
-        known = await self._io(self._known_batch_ids)
-        found = await self._io(self._batches.find_created, record.request_count, record.created_at, known)
-        if found is None:
-            await self._io(self._state.mark_batch_lost, record.id)
-            log.info("recovery: batch intent %d was never created", record.id)
-            return
-        await self._attach(record.id, found)
-        await self._settle(set(await self._io(self._state.batch_jobs, record.id)))
-        log.info("recovery: batch intent %d adopted as %s", record.id, found.id)
-
-    def _known_batch_ids(self) -> set[str]:
-        return self._state.known_batch_ids()
 
     # --- submit phase ---------------------------------------------------------------------
     async def _submit_phase(self) -> bool:
@@ -329,7 +333,7 @@ class BatchCoordinator:
         groups = pack(fitting, max_bytes=max_bytes, max_requests=self._claude.batch_max_requests)
         for group in groups:
             try:
-                await self._create_batch(group)
+                await self._creator.create(group)
             except SpendLimitReached:
                 self._park("spend limit reached")
                 return
@@ -340,37 +344,6 @@ class BatchCoordinator:
                 await self._fail_jobs({r.job_id for r in group}, exc)
             except TransientError as exc:
                 log.warning("batch create interrupted, the sweep reconciles it: %s", exc)
-
-    async def _create_batch(self, group: Sequence[PreparedRequest]) -> None:
-        """Create one batch, exactly once: the intent is recorded first, the created id kept in
-        memory until it is recorded; whatever fails after a create is reconciled, never re-created."""
-        custom_ids = [r.custom_id for r in group]
-        size = sum(r.encoded_size for r in group)
-        intent_id = await self._io(self._state.record_batch_intent, custom_ids, size)
-        intent = await self._io(self._state.get_batch, intent_id)
-        known = await self._io(self._known_batch_ids)
-        try:
-            batch = await self._io(
-                self._batches.create_reconciled,
-                group,
-                created_after=intent.created_at,
-                known_ids=known,
-                budget=self._claude.outage_budget,
-            )
-        except (PermanentError, SpendLimitReached, Unavailable) as exc:
-            if not isinstance(exc, Unavailable) or not exc.maybe_created:
-                await self._io(self._state.mark_batch_lost, intent_id)  # surely nothing was created
-            raise
-        self._unattached[intent_id] = batch
-        await self._attach(intent_id, batch)
-        self._metrics.batch_created(len(group), size)
-        log.info("batch %s created: %d requests, %.1f MB", batch.id, len(group), size / 1e6)
-
-    async def _attach(self, intent_id: int, batch: BatchState) -> None:
-        """Record the created batch; its chunks become submitted in the same transaction."""
-        raw = json.dumps(dict(batch.raw), default=str)
-        await self._io(self._state.attach_batch, intent_id, batch.id, BatchStatus.IN_PROGRESS, raw)
-        self._unattached.pop(intent_id, None)
 
     def _park(self, reason: str) -> None:
         seconds = self._claude.park_seconds
