@@ -1,6 +1,6 @@
 """BatchCoordinator: the one stateful async actor between prepared chunks and filed answers.
 
-One loop alternates two phases (seed 000): *submit* packs the prepared requests of up to BATCH_SIZE
+One loop alternates two phases: *submit* packs the prepared requests of up to BATCH_SIZE
 jobs into batches and creates them; *poll* looks at every batch the DB says is in flight, writes
 progress to its jobs and, once a batch has ended, files its results by custom_id. Urgent jobs skip
 batching and go through synchronous calls. The pause flag skips both phases. Everything that blocks
