@@ -18,7 +18,7 @@ from raybatch.actors.filing import ResultFiler
 from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.poller import poll_once
 from raybatch.claude.records import BatchState, RequestResult
-from raybatch.errors import BatchFailed, PermanentError, TransientError, error_class
+from raybatch.errors import AuthenticationFailed, BatchFailed, PermanentError, TransientError, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import BatchStatus
 from raybatch.state.port import BatchRecord, StateStore
@@ -62,6 +62,8 @@ class BatchPolls:
                 moved = await self._poll_batch(record) or moved
             except TransientError as exc:
                 log.warning("batch %s: %s; will look again", record.anthropic_id, exc)
+            except AuthenticationFailed as exc:  # the key, not the batch: its answers stay ours to read
+                log.error("batch %s: %s; will look again", record.anthropic_id, exc)
             except PermanentError as exc:  # deleted, past retention: this batch only is lost
                 moved = await self._isolated(record, self._lose_batch(record, exc)) or moved
             except Exception:  # a database error or a bug: the other batches go on
