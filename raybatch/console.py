@@ -109,6 +109,18 @@ def failures_table(failed: Iterable[tuple[int, str, str]]) -> Table:
     return table
 
 
+def workload_table(budget: Mapping[str, Any]) -> Table:
+    """``raybatch workload``: who holds how many units of the budget, until when."""
+    title = f"workload: {budget['in_use']} of {budget['capacity']} units in use, {budget['free']} free"
+    table = Table(title=title, show_header=True)
+    for name, justify in (("holder", "left"), ("units", "right"), ("kind", "left"), ("expires", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for lease in budget["holders"]:
+        kind = "run (elastic)" if lease["elastic"] else "fixed"
+        table.add_row(lease["holder"], str(lease["units"]), kind, lease["expires_at"])
+    return table
+
+
 def print_json(value: Any) -> None:
     """One JSON object on one line (for scripts)."""
     console.print_json(json.dumps(value, default=str)) if console.is_terminal else print(
