@@ -176,6 +176,7 @@ class Budget:
             if last != sizing:
                 self.sizings.append(sizing)
                 self._metrics.workload_concurrency(stage, limit)
+                self._report()
         return limit
 
     def _report(self) -> None:
