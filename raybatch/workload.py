@@ -122,7 +122,8 @@ class Budget:
             lease = self._take()
         self._lease = lease
         self._leases = tuple(self._store.live_leases())
-        self._report()
+        with self._lock:
+            self._report()
 
     def finish_registration(self) -> None:
         """Give back the registration's units; the run keeps those of preparation and writing."""
