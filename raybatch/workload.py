@@ -61,7 +61,7 @@ def concurrency(fraction: float, floor: int, ceiling: int) -> int:
 
 @dataclass(frozen=True)
 class Sizing:
-    """A concurrency a run chose: for which stage, its share of the budget, how many held units."""
+    """A concurrency a run chose: for which stage, from which share, among how many holders."""
 
     stage: str
     limit: int
@@ -73,8 +73,9 @@ class Budget:
     """One run's place in the budget: its elastic lease and the concurrency it derives from it.
 
     ``keep`` takes the lease (or waits for room: until then the run works at its floors), renews it
-    and re-reads the leases; ``open_budget`` calls it every WORKLOAD_REFRESH_SECONDS. The caps are
-    read from the last view, without touching the database.
+    for ``ttl_seconds`` (WORKLOAD_TTL_SECONDS unless given) and re-reads the leases; ``open_budget``
+    calls it every WORKLOAD_REFRESH_SECONDS. The caps are read from the last view, without touching
+    the database.
     """
 
     def __init__(
@@ -84,9 +85,11 @@ class Budget:
         *,
         holder: str,
         prepare_ceiling: int | Callable[[], int],
+        ttl_seconds: float | None = None,
         metrics: Metrics | None = None,
     ) -> None:
         self._store, self._settings, self.holder = store, settings, holder
+        self.ttl_seconds = ttl_seconds or settings.workload_ttl_seconds
         self._ceiling = prepare_ceiling if callable(prepare_ceiling) else (lambda: prepare_ceiling)
         self._metrics = metrics or Metrics()
         self._lease_id = f"{holder}-{uuid.uuid4().hex[:12]}"
@@ -114,7 +117,7 @@ class Budget:
         """Take or renew the run's lease, then re-read every lease."""
         if self._store is None or self.off:
             return
-        ttl = self._settings.workload_ttl_seconds
+        ttl = self.ttl_seconds
         lease = self._store.renew_units(self._lease_id, ttl) if self._lease is not None else None
         if lease is None:
             if self._lease is not None:
@@ -130,9 +133,12 @@ class Budget:
         self._units = min(
             self._units, self._settings.workload_cost_prepare + self._settings.workload_cost_write
         )
-        if self._store is not None and self._lease is not None and self._units > 0:
-            ttl = self._settings.workload_ttl_seconds
-            self._lease = self._store.renew_units(self._lease_id, ttl, units=self._units)
+        if self._store is None or self._lease is None:
+            return
+        if self._units > 0:
+            self._lease = self._store.renew_units(self._lease_id, self.ttl_seconds, units=self._units)
+        else:
+            self.give_back()
 
     def share(self) -> float:
         """The fraction of the budget this run may use now."""
@@ -153,7 +159,7 @@ class Budget:
 
     def give_back(self) -> None:
         """Free the run's units (idempotent)."""
-        if self._store is not None and self._units > 0:
+        if self._store is not None:
             self._store.give_back_units(self._lease_id)
         self._lease = None
 
@@ -164,7 +170,7 @@ class Budget:
             holder=self.holder,
             units=self._units,
             capacity=self._settings.workload_capacity,
-            ttl_seconds=self._settings.workload_ttl_seconds,
+            ttl_seconds=self.ttl_seconds,
             elastic=True,
         )
 
@@ -199,7 +205,12 @@ def open_budget(
     """A run's budget: taken (or waited for) now, kept in a background thread, given back at exit."""
     section = settings.section(WorkloadSettings)
     store = open_workload(settings.section(StateSettings)) if section.workload_capacity else None
-    budget = Budget(store, section, holder=holder, prepare_ceiling=prepare_ceiling, metrics=metrics)
+    # A run renews often, so its lease can be short: a killed driver's units come back when its
+    # jobs do (LEASE_SECONDS), not a whole WORKLOAD_TTL_SECONDS later.
+    ttl = min(section.workload_ttl_seconds, max(settings.lease_seconds, 3 * section.workload_refresh_seconds))
+    budget = Budget(
+        store, section, holder=holder, prepare_ceiling=prepare_ceiling, ttl_seconds=ttl, metrics=metrics
+    )
     budget.keep()
     if not budget.off and budget.held is None:
         log.warning("the workload budget is full: %s works at its floors until there is room", holder)

@@ -110,6 +110,23 @@ def test_a_run_without_room_works_at_its_floors_until_a_holder_leaves(
     assert run.held is not None and run.prepare_cap() == 8
 
 
+def test_a_run_whose_lease_ran_out_takes_it_again_or_falls_to_its_floors(settings: Settings) -> None:
+    now = [T0]
+    store = SqlWorkloadStore.from_url(settings.database_url, now=lambda: now[0])
+    store.migrate()
+    run = make_budget(store, settings, "run-a")
+    run.keep()
+    ttl = timedelta(seconds=run.ttl_seconds)
+    now[0] += ttl  # the driver stalled past its lease
+    run.keep()
+    assert run.held is not None and run.prepare_cap() == 8  # nobody took the room: taken again
+    now[0] += ttl
+    store.take_units(lease_id="x", holder="export", units=12, capacity=12, ttl_seconds=600)
+    run.keep()
+    assert run.held is None and run.prepare_cap() == 1
+    store.close()
+
+
 def test_registration_gives_its_units_back(store: SqlWorkloadStore, settings: Settings) -> None:
     run = make_budget(store, settings, "run-a")
     run.keep()
@@ -120,7 +137,9 @@ def test_registration_gives_its_units_back(store: SqlWorkloadStore, settings: Se
 
 def test_open_budget_holds_for_the_block_and_a_zero_capacity_turns_it_off(settings: Settings) -> None:
     with workload.open_budget(settings, "run-a", prepare_ceiling=8) as budget:
-        assert [lease.holder for lease in workload_leases(settings)] == ["run-a"]
+        [held] = workload_leases(settings)
+        assert held.holder == "run-a" and held.elastic
+        assert held.expires_at - held.taken_at == timedelta(seconds=settings.lease_seconds)  # a short lease
         assert budget.prepare_cap() == 8
     assert workload_leases(settings) == []
     off = settings.model_copy(update={"workload_capacity": 0})
