@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -139,6 +140,8 @@ def cmd_workload(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     if args.workload_command == "hold":
+        # Stopped with SIGTERM: end the command and give the units back now, not at the lease's end.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
         return workload.run_command(
             args.name,
             args.cost,

@@ -301,3 +301,21 @@ def wait_until(condition: Callable[[], bool], failure: str, timeout: float = 60)
         if time.monotonic() > deadline:
             pytest.fail(failure)
         time.sleep(0.2)
+
+
+def test_a_cli_hold_stopped_with_sigterm_ends_its_command_and_gives_back_at_once(
+    store: SqlWorkloadStore, settings: Settings, tmp_path: Path
+) -> None:
+    never = [sys.executable, "-c", WAIT_FOR_FILE.format(path=str(tmp_path / "never"))]
+    cli = subprocess.Popen(
+        [*RAYBATCH, "workload", "hold", "export", "4", "--db", settings.database_url, "--", *never]
+    )
+    try:
+        wait_until(lambda: len(store.live_leases()) == 1, "the CLI never took its units")
+        cli.send_signal(signal.SIGTERM)
+        assert cli.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+    assert store.live_leases() == []  # long before its 70-minute lease would end
