@@ -24,8 +24,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``raybatch`` command; returns the exit code."""
     parser = _parser()
     words = list(sys.argv[1:] if argv is None else argv)
-    # Whatever follows "--" is a command to run (``workload hold``), never raybatch's own options.
+    # After "--", ``workload hold`` takes a command to run, never raybatch's own options.
     cut = words.index("--") if "--" in words else len(words)
+    if not {"workload", "hold"} <= set(words[:cut]):
+        cut = len(words)
     args = parser.parse_args(words[:cut])
     args.after_dashes = words[cut + 1 :]
     logging.basicConfig(

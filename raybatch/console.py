@@ -113,8 +113,10 @@ def workload_table(budget: Mapping[str, Any]) -> Table:
     """``raybatch workload``: who holds how many units of the budget, until when."""
     title = f"workload: {budget['in_use']} of {budget['capacity']} units in use, {budget['free']} free"
     table = Table(title=title, show_header=True)
-    for name, justify in (("holder", "left"), ("units", "right"), ("kind", "left"), ("expires", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table.add_column("holder")
+    table.add_column("units", justify="right")
+    table.add_column("kind")
+    table.add_column("expires")
     for lease in budget["holders"]:
         kind = "run (elastic)" if lease["elastic"] else "fixed"
         table.add_row(lease["holder"], str(lease["units"]), kind, lease["expires_at"])
