@@ -211,10 +211,10 @@ def open_budget(
     budget = Budget(
         store, section, holder=holder, prepare_ceiling=prepare_ceiling, ttl_seconds=ttl, metrics=metrics
     )
-    budget.keep()
-    if not budget.off and budget.held is None:
-        log.warning("the workload budget is full: %s works at its floors until there is room", holder)
     try:
+        budget.keep()
+        if not budget.off and budget.held is None:
+            log.warning("the workload budget is full: %s works at its floors until there is room", holder)
         with _Keeper(budget.keep, section.workload_refresh_seconds, holder):
             yield budget
     finally:
