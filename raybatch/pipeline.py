@@ -32,6 +32,7 @@ from raybatch.sources import list_sources
 from raybatch.state import open_state
 from raybatch.steps.pack import megabytes
 from raybatch.tasks import RayPrepareTasks
+from raybatch.workload import Sizing, open_budget
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class RunReport:
     writes: list[WriteReport]
     elapsed: float
     emulator_url: str | None = None
+    workload: tuple[Sizing, ...] = ()  # the concurrency the run chose from the workload budget
 
     @property
     def failed(self) -> list[JobRecord]:
@@ -79,20 +81,27 @@ def run(
         mode=settings.processing_mode.value,
         force=force,
     )
-    jobs = [r.job for r in registrar.register_all(listing.files)]
-    notice(f"{len(jobs)} jobs registered from {len(listing.files)} files")
-    owns_ray = connect(settings, dashboard=dashboard)
-    try:
-        with claude_endpoint(settings, notice) as (settings, emulator_url):
-            ended, writes = _drive(settings, [j.id for j in jobs], on_progress)
-    finally:
-        if owns_ray:
-            ray.shutdown()
-    return RunReport(ended, listing.skipped, writes, time.monotonic() - started, emulator_url)
+    holder = f"run-{uuid.uuid4().hex[:8]}"
+    with open_budget(settings, holder, prepare_ceiling=_prepare_cap(settings)) as budget:
+        jobs = [r.job for r in registrar.register_all(listing.files, threads=budget.register_cap())]
+        budget.finish_registration()
+        notice(f"{len(jobs)} jobs registered from {len(listing.files)} files")
+        owns_ray = connect(settings, dashboard=dashboard)
+        try:
+            with claude_endpoint(settings, notice) as (settings, emulator_url):
+                ended, writes = _drive(settings, [j.id for j in jobs], on_progress, budget.prepare_cap)
+        finally:
+            if owns_ray:
+                ray.shutdown()
+    elapsed = time.monotonic() - started
+    return RunReport(ended, listing.skipped, writes, elapsed, emulator_url, tuple(budget.sizings))
 
 
 def _drive(
-    settings: Settings, job_ids: Sequence[int], on_progress: Callable[[Progress], None] | None
+    settings: Settings,
+    job_ids: Sequence[int],
+    on_progress: Callable[[Progress], None] | None,
+    prepare_cap: Callable[[], int],
 ) -> tuple[list[JobRecord], list[WriteReport]]:
     """Build the Ray parts and tick until every job ended."""
     state = open_state(settings.section(StateSettings))
@@ -102,7 +111,7 @@ def _drive(
         state,
         RayPrepareTasks(settings),
         worker_id=worker_id,
-        max_in_flight=_prepare_cap(settings),
+        max_in_flight=prepare_cap,
         max_backlog_bytes=2 * megabytes(settings.batch_max_mb),
         lease_seconds=settings.lease_seconds,
         max_attempts=settings.prepare_max_attempts,
@@ -134,7 +143,8 @@ def _ready(ref: object) -> bool:
 
 def _prepare_cap(settings: Settings) -> int | Callable[[], int]:
     """PREPARE_IN_FLIGHT, or twice the cluster's CPUs as it is now (at least 8, so that an
-    autoscaled cluster starting with no worker sees demand and grows)."""
+    autoscaled cluster starting with no worker sees demand and grows): the ceiling the workload
+    budget scales."""
     if settings.prepare_in_flight:
         return settings.prepare_in_flight
     return lambda: max(8, 2 * int(ray.cluster_resources().get("CPU", 0)))

@@ -126,6 +126,24 @@ class WriterSettings(_Section):
     result_resource: str = "result_mb"
 
 
+class WorkloadSettings(_Section):
+    """The workload budget shared by runs and other heavy work on the same machines: what a run
+    costs, how long a lease lives, and the range each stage's concurrency moves in."""
+
+    workload_capacity: int = Field(12, ge=0, description="units in the budget; 0 turns the budget off")
+    workload_ttl_seconds: float = Field(4200.0, ge=2.0, description="a lease not renewed ends after this")
+    workload_refresh_seconds: float = Field(5.0, gt=0, description="how often a run renews and re-reads")
+    workload_cost_register: int = Field(1, ge=0, description="units a run holds while it registers files")
+    workload_cost_prepare: int = Field(2, ge=0, description="units a run holds for preparation")
+    workload_cost_write: int = Field(3, ge=0, description="units a run holds for writing results")
+    workload_register_min: int = Field(2, ge=1, description="registration reads in flight, at least")
+    workload_register_max: int = Field(10, ge=1, description="registration reads in flight, at most")
+    workload_prepare_min: int = Field(1, ge=1, description="prepare tasks in flight, at least")
+    workload_prepare_max: int = Field(
+        0, ge=0, description="prepare tasks in flight, at most; 0 = PREPARE_IN_FLIGHT or 2 x CPUs"
+    )
+
+
 class RaySettings(_Section):
     """How the job reaches Ray."""
 
@@ -141,6 +159,7 @@ class Settings(
     StateSettings,
     StoreSettings,
     WriterSettings,
+    WorkloadSettings,
     RaySettings,
 ):
     """Every knob of raybatch, read from the environment (and ``.env``) once."""

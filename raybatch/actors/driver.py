@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,31 +162,42 @@ class Driver:
             self._call("forget", done)
 
     def _call(self, method: str, *args: Any) -> Any:
-        """Call the coordinator; if it died, fetch it again (restarted or new) and re-offer."""
-        for attempt in (1, 2):
+        """Call the coordinator; if it died, fetch it again (restarted or new), re-offer, retry."""
+        while True:
             try:
                 return self._parts.call(getattr(self._coordinator, method).remote(*args))
             except RayActorError as exc:
-                log.warning("coordinator unavailable (%s); reconnecting", type(exc).__name__)
-                self._coordinator = self._parts.coordinator()
-                if attempt == 1 and method != "offer":
-                    self._reoffer_all()
-        return None
+                self._reconnect(exc)
 
     def _refresh_snapshot(self) -> None:
         """Take the coordinator's snapshot when it is there, without waiting: the first ticks
         prepare while the actor is still starting."""
-        if self._snapshot_ref is None:
-            self._snapshot_ref = self._coordinator.snapshot.remote()
-        if not self._parts.ready(self._snapshot_ref):
-            return
-        ref, self._snapshot_ref = self._snapshot_ref, None
         try:
+            if self._snapshot_ref is None:
+                self._snapshot_ref = self._coordinator.snapshot.remote()
+            if not self._parts.ready(self._snapshot_ref):
+                return
+            ref, self._snapshot_ref = self._snapshot_ref, None
             self._snapshot = self._parts.call(ref)
         except RayActorError as exc:
+            self._snapshot_ref = None
+            self._reconnect(exc)
+
+    def _reconnect(self, exc: RayActorError) -> None:
+        """Fetch the named coordinator again until a live one takes every offer this driver holds.
+
+        A handle fetched right after a death may still be the dead actor's: it fails at once, and
+        the next fetch (after a short pause) finds the restarted or new actor.
+        """
+        for delay in _reconnect_delays():
             log.warning("coordinator unavailable (%s); reconnecting", type(exc).__name__)
-            self._coordinator = self._parts.coordinator()
-            self._reoffer_all()
+            self._sleep(delay)
+            try:
+                self._coordinator = self._parts.coordinator()
+                self._reoffer_all()
+                return
+            except RayActorError as again:
+                exc = again
 
     def _reoffer_all(self) -> None:
         for ready in list(self._offered.values()):
@@ -229,6 +240,15 @@ class Driver:
 
 # Once answered, a job's prepared payloads are never needed again.
 _PAST_PAYLOADS = (JobStatus.ANSWERED, JobStatus.WRITING, *TERMINAL_JOB_STATUSES)
+
+
+def _reconnect_delays() -> Iterator[float]:
+    """No pause before the first fetch, then 0.2 s doubling up to 5 s, for as long as it takes."""
+    yield 0.0
+    delay = 0.2
+    while True:
+        yield delay
+        delay = min(5.0, delay * 2)
 
 
 def _group(jobs: Sequence[JobRecord]) -> dict[JobStatus, list[JobRecord]]:
