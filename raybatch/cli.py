@@ -114,6 +114,12 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return cancel_job(settings_from(args), args.job)
 
 
+def cmd_retry(args: argparse.Namespace) -> int:
+    from raybatch.commands import retry_jobs
+
+    return retry_jobs(settings_from(args), args.jobs, every_failed=args.failed)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from raybatch.commands import run_eval
 
@@ -197,6 +203,11 @@ def _parser() -> argparse.ArgumentParser:
     cancel.add_argument("job", type=int)
     _location_flags(cancel)
     cancel.set_defaults(handler=cmd_cancel)
+    retry = sub.add_parser("retry", help="take failed jobs up again (their answers are kept)")
+    retry.add_argument("jobs", type=int, nargs="*", help="job ids")
+    retry.add_argument("--failed", action="store_true", help="every failed job")
+    _location_flags(retry)
+    retry.set_defaults(handler=cmd_retry)
     _eval_parser(sub)
     samples = sub.add_parser("samples", help="write a sample corpus with truth.json")
     samples.add_argument("out")

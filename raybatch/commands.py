@@ -1,4 +1,4 @@
-"""What the CLI's commands do, given built settings: run, demo, status, cancel, eval."""
+"""What the CLI's commands do, given built settings: run, demo, status, cancel, retry, eval."""
 
 from __future__ import annotations
 
@@ -95,6 +95,21 @@ def cancel_job(settings: Settings, job_id: int) -> int:
         return 0
     print(f"job {job_id} had already ended ({job.status.value})")
     return 1
+
+
+def retry_jobs(settings: Settings, job_ids: Sequence[int], *, every_failed: bool = False) -> int:
+    """Failed jobs go back to pending: the next run of their source redoes only what failed."""
+    state = open_state(settings.section(StateSettings))
+    chosen = [j.id for j in state.list_jobs([JobStatus.FAILED])] if every_failed else list(job_ids)
+    if not chosen:
+        print("no failed jobs to retry" if every_failed else "name job ids, or --failed")
+        return 0 if every_failed else 2
+    reopened = [job_id for job_id in chosen if state.reopen_job(job_id)]
+    for job_id in sorted(set(chosen) - set(reopened)):
+        print(f"job {job_id} is not failed; left as it is")
+    if reopened:
+        print(f"{len(reopened)} jobs will be taken up by the next run of their source: {reopened}")
+    return 0 if len(reopened) == len(chosen) else 1
 
 
 def run_eval(settings: Settings, truth: Mapping[str, Any], *, as_json: bool = False) -> int:

@@ -64,6 +64,15 @@ class ClaudeSettings(_Section):
     poll_deadline: float = Field(48 * 3600.0, gt=0, description="seconds before a batch wait times out")
     sync_concurrency: int = Field(4, ge=1, le=64)
     max_attempts: int = Field(3, ge=1, le=20, description="tries per chunk across batches")
+    outage_budget: float = Field(
+        60.0, gt=0, description="seconds a batch create waits out 429/529/5xx before the work is parked"
+    )
+    park_seconds: float = Field(
+        300.0, gt=0, description="how long parked work (an outage, a spend limit) waits before trying again"
+    )
+    sweep_interval: float = Field(
+        30.0, gt=0, description="seconds between the coordinator's sweeps for work nothing holds"
+    )
 
 
 class PrepareSettings(_Section):

@@ -134,6 +134,11 @@ class StateStore(Protocol):
         """Write each job's progress (0..1)."""
         ...
 
+    def reopen_job(self, job_id: int) -> bool:
+        """A failed job goes back to pending with a fresh budget (its answers kept); False if it
+        was not failed."""
+        ...
+
     # --- chunks ---------------------------------------------------------------------------
     def save_chunks(self, job_id: int, chunks: Sequence[ChunkRecord]) -> None:
         """Upsert a job's chunks by (job, n); never deletes. A chunk that succeeded under the same
@@ -179,6 +184,19 @@ class StateStore(Protocol):
         """Token sums over all chunks, or one job's."""
         ...
 
+    def submitted_chunk_ids(self, batch_id: str) -> list[str]:
+        """custom_ids of the chunks still submitted in ``batch_id``."""
+        ...
+
+    def release_stranded_chunks(self, tags: Sequence[str] = ()) -> int:
+        """Chunks submitted in a batch no longer in flight go to RETRY (no try counted); chunks
+        carrying one of ``tags`` are left alone. Returns how many."""
+        ...
+
+    def unsettled_jobs(self) -> list[int]:
+        """Submitted jobs with no chunk in flight, and prepared jobs with nothing left to send."""
+        ...
+
     # --- batches --------------------------------------------------------------------------
     def record_batch_intent(self, custom_ids: Sequence[str], request_bytes: int) -> int:
         """Record a batch of these requests in status CREATING, before creating it; its id."""
@@ -212,6 +230,10 @@ class StateStore(Protocol):
 
     def known_batch_ids(self) -> set[str]:
         """Every Anthropic batch id recorded."""
+        ...
+
+    def intent_chunk_ids(self) -> set[str]:
+        """custom_ids held by batch intents still CREATING (not to be sent again meanwhile)."""
         ...
 
     def update_batch(
