@@ -31,7 +31,7 @@ def run_source(
         out.print_json({**summary, "failed": failures(report.jobs), "elapsed_s": round(report.elapsed, 2)})
     else:
         out.console.print(out.status_table(summary))
-        out.console.print(f"outputs in {settings.store}, state in {_safe_url(settings.database_url)}")
+        out.console.print(f"outputs in {settings.store}, state in {settings.database_url}")
     return _exit_code(report)
 
 
@@ -128,9 +128,3 @@ def _exit_code(report: RunReport) -> int:
         out.errors.print(out.failures_table(failed))
         return 1
     return 0
-
-
-def _safe_url(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)

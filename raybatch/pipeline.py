@@ -100,7 +100,7 @@ def _drive(
     worker_id = f"driver-{run_id}"
     scheduler = PrepareScheduler(
         state,
-        RayPrepareTasks(settings),
+        RayPrepareTasks(settings, cache=state),
         worker_id=worker_id,
         max_in_flight=_prepare_cap(settings),
         max_backlog_bytes=2 * megabytes(settings.batch_max_mb),

@@ -22,11 +22,11 @@ import pymupdf
 
 from raybatch import ids
 from raybatch.claude.answer import PROMPT_VERSION, ChunkAnswer
-from raybatch.errors import InvalidSource, LeaseLost, PermanentError, TransientError, error_class
+from raybatch.errors import LeaseLost, PermanentError, TransientError, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, JobStatus, Lease
 from raybatch.objects.port import ObjectStore
-from raybatch.settings import ClaudeSettings, PrepareSettings, StoreSettings
+from raybatch.settings import PrepareSettings, RequestSettings, StoreSettings
 from raybatch.sources import read_source
 from raybatch.state.port import StateStore
 from raybatch.steps.group import GroupIdentity, assign_groups, group_identity
@@ -86,7 +86,7 @@ class ResultWriter:
         *,
         sources: StoreSettings,
         prepare: PrepareSettings,
-        claude: ClaudeSettings,
+        claude: RequestSettings,
         lease_seconds: float = 300.0,
         metrics: Metrics | None = None,
     ) -> None:
@@ -139,7 +139,7 @@ class ResultWriter:
         self, job: JobRecord, stitched: Sequence[StitchedDocument], rotations: Mapping[int, int]
     ) -> list[DocumentRecord]:
         """Slice, draw and upload every document; at most 1/2/4 built and not yet uploaded."""
-        data = read_source(job.source_uri, self._sources)
+        data = read_source(job.source_uri, self._sources, sha256=job.sha256)  # the file prepared
         at_once = documents_at_once(len(data))
         slots = BoundedSemaphore(at_once)
         with (
@@ -219,11 +219,9 @@ def _known_groups(spellings: Sequence[tuple[str, str, str]]) -> Iterator[GroupId
 
 @contextmanager
 def _opened(data: bytes, job: JobRecord, max_page_pixels: int) -> Iterator[pymupdf.Document]:
-    """Open a source for slicing; InvalidSource when it is no longer the file that was prepared."""
+    """Open a source for slicing (its bytes already checked against the job's sha256)."""
     doc = open_source(data, job.kind, max_page_pixels=max_page_pixels)
     try:
-        if doc.page_count != job.pages:
-            raise InvalidSource(f"the source now has {doc.page_count} pages, not {job.pages}")
         yield doc
     finally:
         doc.close()

@@ -14,7 +14,7 @@ __all__ = ["BatchRecord", "ErrorRecord", "SqlStateStore", "StateStore", "open_st
 
 def open_state(settings: StateSettings, *, now: Clock = utc_now) -> SqlStateStore:
     """Open the configured database, creating a SQLite file's folder, with the schema at head."""
-    url = parse_url(settings.database_url)
+    url = parse_url(settings.database_url.get_secret_value())
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     store = SqlStateStore.from_url(url, now=now)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from raybatch.models import DocumentRecord, PageText
+from raybatch.models import CachedPage, DocumentRecord, PageText
 from raybatch.state.base import SqlBase, clip
 from raybatch.state.port import ErrorRecord
 from raybatch.state.rows import DOCUMENT_COLUMNS, document_record, document_values, error_record, page_text
@@ -92,6 +92,12 @@ class CatalogQueries(SqlBase):
         with self._read() as conn:
             row = conn.execute(query).first()
         return None if row is None else page_text(row)
+
+    def cached_page_texts(self, sha256: str, pages: Sequence[int]) -> list[CachedPage]:
+        """Every cached text of these pages of one source, by any engine."""
+        query = sa.select(page_ocr).where(page_ocr.c.sha256 == sha256, page_ocr.c.page.in_(list(pages)))
+        with self._read() as conn:
+            return [CachedPage(row.engine, page_text(row)) for row in conn.execute(query)]
 
     def put_page_text(self, sha256: str, engine: str, text: PageText) -> None:
         """Cache one page's text under (sha256, page, engine); a second put replaces it."""

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from raybatch.models import (
     BatchStatus,
+    CachedPage,
     ChunkRecord,
     ChunkStatus,
     DocumentRecord,
@@ -244,6 +245,10 @@ class StateStore(Protocol):
     # --- OCR cache ------------------------------------------------------------------------
     def get_page_text(self, sha256: str, page: int, engine: str) -> PageText | None:
         """The cached text of page ``page`` read by ``engine`` (name and version), or None."""
+        ...
+
+    def cached_page_texts(self, sha256: str, pages: Sequence[int]) -> list[CachedPage]:
+        """Every cached text of these pages of one source, by any engine."""
         ...
 
     def put_page_text(self, sha256: str, engine: str, text: PageText) -> None:

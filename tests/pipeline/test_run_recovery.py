@@ -136,7 +136,7 @@ def test_killing_the_driver_and_running_again(
         "POLL_INTERVAL": "0.5",
     }
     command = [sys.executable, "-m", "raybatch.cli", "run", str(tmp_path / "in"), "--quiet"]
-    command += ["--db", settings.database_url, "--store", settings.store]
+    command += ["--db", settings.database_url.get_secret_value(), "--store", settings.store]
     driver = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: batch_in_flight(state_of(settings)), what="a batch in flight")

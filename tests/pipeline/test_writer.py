@@ -126,18 +126,34 @@ def test_writing_again_rewrites_the_same_keys_and_drops_stale_ones(tmp_path: Pat
     assert f"jobs/{job_id}/documents/99.pdf" not in set(store.list(""))
 
 
-def test_a_source_that_changed_fails_its_job(tmp_path: Path, corpus) -> None:  # type: ignore[no-untyped-def]
+def _same_pages_other_bytes(data: bytes) -> bytes:
+    with pymupdf.open("pdf", data) as doc:
+        doc.set_metadata({"title": "another file"})
+        return doc.tobytes()
+
+
+@pytest.mark.parametrize("replacement", ["other pages", "same page count"])
+def test_a_source_that_changed_fails_its_job(tmp_path: Path, corpus, replacement: str) -> None:  # type: ignore[no-untyped-def]
     folder, truth = corpus
     copy = tmp_path / "moved"
     copy.mkdir()
     bundle = truth["bundles"][1]
-    (copy / bundle["file"]).write_bytes((folder / bundle["file"]).read_bytes())
+    original = (folder / bundle["file"]).read_bytes()
+    (copy / bundle["file"]).write_bytes(original)
     state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
     job_id = answered_job(state, copy, bundle)
-    (copy / bundle["file"]).write_bytes((folder / "bundle_000.pdf").read_bytes())  # other pages now
-    report = write_once(state, MemoryObjectStore(), job_id)
+    if replacement == "other pages":
+        new = (folder / "bundle_000.pdf").read_bytes()
+    else:
+        new = _same_pages_other_bytes(original)
+        with pymupdf.open("pdf", new) as doc:
+            assert doc.page_count == bundle["pages"]
+    (copy / bundle["file"]).write_bytes(new)
+    store = MemoryObjectStore()
+    report = write_once(state, store, job_id)
     assert report.status is JobStatus.FAILED
-    assert "pages" in (state.get_job(job_id).error_message or "")
+    assert (state.get_job(job_id).error_message or "").startswith("changed: the file's bytes are no longer")
+    assert list(store.list("")) == []  # nothing sliced from the new bytes
 
 
 @pytest.mark.parametrize(("size_mb", "at_once"), [(0.5, 4), (19.9, 4), (20, 2), (50, 2), (50.1, 1), (900, 1)])
