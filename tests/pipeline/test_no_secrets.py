@@ -1,4 +1,5 @@
-"""A whole run leaves no API key and no page text in its output, its logs, its database or objects."""
+"""A whole run leaves no API key and no page text in its output, its logs, its database or objects;
+a prepare task never receives the API key, the database URL or the store's secret."""
 
 from __future__ import annotations
 
@@ -10,10 +11,20 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import pymupdf
 import pytest
+import ray
+from pipeline_support import run_settings
+from ray import cloudpickle
 
+from raybatch import tasks
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+from raybatch.ids import sha256_bytes
+from raybatch.models import JobRecord, PageText, SourceKind
 from raybatch.samples import write_samples
+from raybatch.settings import PrepareTaskSettings, StateSettings
+from raybatch.state import open_state
+from raybatch.steps.chunk import ChunkPlan
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -69,3 +80,66 @@ def test_no_key_and_no_page_text_anywhere(tmp_path: Path, ray_tmp: Path) -> None
         assert not any(phrase in text for text in outputs), f"page text reached a log: {phrase}"
     assert counterparties  # fields are stored (rows, manifests), but never logged
     assert not any(name in text for name in counterparties for text in outputs)
+
+
+DB_PASSWORD = "db-pass-3f9c1e-not-a-real-one"
+STORE_SECRET = "minio-secret-3f9c1e-not-a-real-one"
+
+
+@ray.remote(num_returns=2)
+def _spy_prepare(*args: object) -> tuple[bytes, str]:
+    """Stands in for prepare_chunk: reports what the task received, as a worker sees it (all but
+    the source's bytes, which here are what the load spy reported)."""
+    return cloudpickle.dumps(args[:3] + args[4:]), type(args[0]).__name__
+
+
+@ray.remote
+def _spy_load(*args: object) -> bytes:
+    return cloudpickle.dumps(args)
+
+
+def _one_page_job(state, path: Path) -> JobRecord:  # type: ignore[no-untyped-def]
+    with pymupdf.open() as doc:
+        doc.new_page().insert_text((72, 72), "Invoice 7 from ACME")
+        data = doc.tobytes()
+    path.write_bytes(data)
+    job, _ = state.register_job(
+        sha256=sha256_bytes(data), source_uri=path.as_uri(), source_name=path.name,
+        kind=SourceKind.PDF, size_bytes=len(data),
+    )
+    return job
+
+
+def test_a_prepare_task_cannot_read_the_api_key(
+    ray_session: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with_password = f"postgresql+psycopg://raybatch:{DB_PASSWORD}@db.invalid/raybatch"
+    settings = run_settings(
+        tmp_path,
+        anthropic_api_key=API_KEY,
+        database_url=with_password,
+        minio_secret_key=STORE_SECRET,
+        ocr_engine="none",
+    )
+    # The driver's own database handle (the URL above is never connected to).
+    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    job = _one_page_job(state, tmp_path / "a.pdf")
+    state.put_page_text(job.sha256, "x-1", PageText(1, "read before", "ocr:x"))
+
+    monkeypatch.setattr(tasks, "prepare_chunk", _spy_prepare)
+    monkeypatch.setattr(tasks, "load_source", _spy_load)
+    prepare_tasks = tasks.RayPrepareTasks(settings, cache=state)
+    source = prepare_tasks.load(job)
+    received, kind = ray.get(list(prepare_tasks.prepare(job, ChunkPlan(0, 1, 1), source)))
+    assert kind == PrepareTaskSettings.__name__
+    for secret in (API_KEY, DB_PASSWORD, STORE_SECRET, "db.invalid"):
+        assert secret.encode() not in received, secret
+    assert b"read before" in received  # the OCR cache came from the driver, not from a database
+    loaded = ray.get(source)
+    assert API_KEY.encode() not in loaded and DB_PASSWORD.encode() not in loaded
+    assert STORE_SECRET.encode() in loaded  # reading an S3 source needs the store's keys
+
+    monkeypatch.undo()  # the real tasks prepare the chunk with no more than that
+    prepare_tasks = tasks.RayPrepareTasks(settings, cache=state)
+    summary, _ = prepare_tasks.prepare(job, ChunkPlan(0, 1, 1), prepare_tasks.load(job))
+    assert ray.get(summary).record.custom_id == f"job_{job.id}_batch_0"
