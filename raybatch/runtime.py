@@ -20,7 +20,13 @@ from raybatch.errors import ConfigError
 from raybatch.metrics import Metrics
 from raybatch.models import Lease
 from raybatch.objects import open_store
-from raybatch.settings import CoordinatorActorSettings, Settings, WriterActorSettings, WriterSettings
+from raybatch.settings import (
+    CoordinatorActorSettings,
+    Settings,
+    WriterActorSettings,
+    WriterSettings,
+    secret_env_names,
+)
 from raybatch.state import open_state
 
 log = logging.getLogger(__name__)
@@ -38,6 +44,9 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
     if settings.ray_address or os.environ.get("RAY_ADDRESS"):
         ray.init(address=settings.ray_address, namespace=settings.ray_namespace, log_to_driver=False)
         return False
+    # A local Ray's workers inherit this process's environment: blank the secrets there (each
+    # worker is sent what it needs as arguments).
+    hidden = {name: "" for name in secret_env_names(os.environ)}
     ray.init(
         address="local",
         namespace=settings.ray_namespace,
@@ -45,6 +54,7 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
         include_dashboard=dashboard,
         dashboard_host="127.0.0.1",
         log_to_driver=False,
+        runtime_env={"env_vars": hidden} if hidden else None,
     )
     return True
 

@@ -7,6 +7,7 @@ Each section is a frozen pydantic model; ``Settings`` inherits them all, so a fi
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
@@ -232,6 +233,17 @@ class CoordinatorActorSettings(_Section):
 
     claude: ClaudeSettings
     state: StateSettings
+
+
+def secret_env_names(environ: Mapping[str, str]) -> list[str]:
+    """The names in ``environ`` that hold a secret setting (any case, as settings read them)."""
+    secret = {name.upper() for name, field in Settings.model_fields.items() if _is_secret(field.annotation)}
+    return sorted(name for name in environ if name.upper() in secret)
+
+
+def _is_secret(annotation: Any) -> bool:
+    kinds = getattr(annotation, "__args__", None) or (annotation,)  # X | None, or X
+    return any(isinstance(kind, type) and issubclass(kind, SecretStr) for kind in kinds)
 
 
 def load_settings(**overrides: Any) -> Settings:

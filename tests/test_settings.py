@@ -16,6 +16,7 @@ from raybatch.settings import (
     WriterSettings,
     load_settings,
     mask_url,
+    secret_env_names,
 )
 
 SEED_KNOBS = {
@@ -156,3 +157,9 @@ def test_a_bad_database_url_error_does_not_repeat_it(monkeypatch: pytest.MonkeyP
 )
 def test_mask_url_hides_passwords_only(url: str, shown: str) -> None:
     assert mask_url(url) == shown
+
+
+def test_the_secret_variables_are_known_in_any_case() -> None:
+    environ = {"ANTHROPIC_API_KEY": "k", "database_url": "u", "MINIO_SECRET_KEY": "s"}
+    environ |= {"MINIO_ACCESS_KEY": "a", "PATH": "/bin"}
+    assert secret_env_names(environ) == ["ANTHROPIC_API_KEY", "MINIO_SECRET_KEY", "database_url"]

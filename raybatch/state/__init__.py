@@ -19,5 +19,6 @@ def open_state(settings: StateSettings, *, now: Clock = utc_now) -> SqlStateStor
         Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     store = SqlStateStore.from_url(url, now=now)
     store.migrate()
+    store.database_id()  # made with the schema, so the database's outputs have a home from the start
     return store
 

@@ -264,6 +264,10 @@ class StateStore(Protocol):
         """Logged failures, oldest first, optionally of one job."""
         ...
 
+    def database_id(self) -> str:
+        """This database's identity (made on first use): keeps its outputs apart from others'."""
+        ...
+
     def is_paused(self) -> bool:
         """Whether the pause flag is set."""
         ...

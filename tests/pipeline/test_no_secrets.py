@@ -143,3 +143,38 @@ def test_a_prepare_task_cannot_read_the_api_key(
     prepare_tasks = tasks.RayPrepareTasks(settings, cache=state)
     summary, _ = prepare_tasks.prepare(job, ChunkPlan(0, 1, 1), prepare_tasks.load(job))
     assert ray.get(summary).record.custom_id == f"job_{job.id}_batch_0"
+
+
+PEEK = """
+import os, sys, ray
+from raybatch.runtime import connect
+from raybatch.settings import load_settings
+assert connect(load_settings(raybatch_home=sys.argv[1]), dashboard=False)
+
+@ray.remote
+def task():
+    return os.environ.get("ANTHROPIC_API_KEY"), os.environ.get("DATABASE_URL")
+
+@ray.remote
+class Actor:
+    def peek(self):
+        return os.environ.get("ANTHROPIC_API_KEY"), os.environ.get("DATABASE_URL")
+
+print(ray.get(task.remote()), ray.get(Actor.remote().peek.remote()))
+ray.shutdown()
+"""
+
+
+def test_workers_of_a_local_ray_do_not_inherit_secret_variables(tmp_path: Path, ray_tmp: Path) -> None:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")},
+        "ANTHROPIC_API_KEY": API_KEY,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'state.db'}?password={DB_PASSWORD}",
+        "RAY_TMPDIR": str(ray_tmp),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "disabled",
+    }
+    command = [sys.executable, "-c", PEEK, str(tmp_path)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "('', '') ('', '')"

@@ -89,7 +89,7 @@ def assert_written_once(settings: Settings, truth: dict, emulator: EmulatorServe
     assert {j.status for j in state.list_jobs()} == {JobStatus.COMPLETED}
     rows = state.list_documents()
     store = LocalObjectStore(settings.store)
-    listed = {k for k in store.list("jobs/") if "/documents/" in k}
+    listed = {k for k in store.list("") if "/documents/" in k}
     assert listed == {k for d in rows for k in (d.pdf_key, d.thumb_key)}
     assert len({(d.job_id, d.index) for d in rows}) == len(rows)
     assert evaluate_run(state, truth)["boundary_f1"] == 1.0
