@@ -69,9 +69,14 @@ class OutputKeys:
         """The prefix of every output of this database."""
         return f"db-{self.database_id[:16]}"
 
+    @property
+    def jobs(self) -> str:
+        """The listing prefix of every job's outputs."""
+        return f"{self.root}/jobs/"
+
     def job_prefix(self, job_id: int) -> str:
         """Object-key prefix of one job's outputs."""
-        return f"{self.root}/jobs/{job_id}"
+        return f"{self.jobs}{job_id}"
 
     def document_pdf(self, job_id: int, index: int) -> str:
         """Key of document ``index`` of a job, as its own PDF."""

@@ -13,7 +13,7 @@ from raybatch.actors.prepare import ChunkPreparer, ChunkSummary, PreparedChunk, 
 from raybatch.models import CachedPage, JobRecord
 from raybatch.ocr import open_ocr
 from raybatch.ocr.cache import CarriedPageTexts, PageTextLookup
-from raybatch.settings import PrepareTaskSettings, Settings, StoreSettings
+from raybatch.settings import OcrEngineName, PrepareTaskSettings, Settings, StoreSettings
 from raybatch.sources import read_source
 from raybatch.steps.chunk import ChunkPlan
 
@@ -61,11 +61,12 @@ class RayPrepareTasks:
         # where sources are read. The OCR cache is read and written here, on the driver.
         self._settings = ray.put(settings.for_prepare_tasks())
         self._store = ray.put(settings.section(StoreSettings))
-        self._cache = cache
+        self._cache = cache if settings.ocr_engine is not OcrEngineName.NONE else None
         self._cpus = 1.0 / settings.ocr_workers
 
     def load(self, job: JobRecord) -> Any:
-        return load_source.options(name=f"load job_{job.id}").remote(self._store, job.source_uri, job.sha256)
+        task = load_source.options(name=f"load job_{job.id}")
+        return task.remote(self._store, job.source_uri, job.sha256)
 
     def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
         options = {

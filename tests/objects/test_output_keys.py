@@ -28,7 +28,9 @@ def test_the_same_job_of_two_databases_has_disjoint_keys() -> None:
 
 
 def test_listing_one_jobs_prefix_never_reaches_another_database() -> None:
+    assert FIRST.job_prefix(1).startswith(FIRST.jobs)
     assert not FIRST.job_prefix(1).startswith(SECOND.root)
+    assert not FIRST.documents_table_part(1).startswith(FIRST.jobs)
     assert not FIRST.job_prefix(1).startswith(FIRST.job_prefix(10))
 
 

@@ -119,7 +119,6 @@ def test_a_prepare_task_cannot_read_the_api_key(
         anthropic_api_key=API_KEY,
         database_url=with_password,
         minio_secret_key=STORE_SECRET,
-        ocr_engine="none",
     )
     # The driver's own database handle (the URL above is never connected to).
     state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
@@ -140,7 +139,7 @@ def test_a_prepare_task_cannot_read_the_api_key(
     assert STORE_SECRET.encode() in loaded  # reading an S3 source needs the store's keys
 
     monkeypatch.undo()  # the real tasks prepare the chunk with no more than that
-    prepare_tasks = tasks.RayPrepareTasks(settings, cache=state)
+    prepare_tasks = tasks.RayPrepareTasks(settings.model_copy(update={"ocr_engine": "none"}), cache=state)
     summary, _ = prepare_tasks.prepare(job, ChunkPlan(0, 1, 1), prepare_tasks.load(job))
     assert ray.get(summary).record.custom_id == f"job_{job.id}_batch_0"
 

@@ -33,7 +33,7 @@ def test_every_document_has_its_pdf_thumbnail_row_and_manifest(corpus_run: Corpu
     rows = state.list_documents()
     expected = {k for d in rows for k in (d.pdf_key, d.thumb_key)}
     keys = OutputKeys(state.database_id())
-    listed = {k for k in store.list("") if "/documents/" in k}
+    listed = {k for k in store.list(keys.jobs) if "/documents/" in k}
     assert listed == expected  # objects and rows agree: nothing missing, nothing extra
     for doc in rows:
         with pymupdf.open("pdf", store.get(doc.pdf_key)) as pdf:

@@ -18,6 +18,7 @@ import ray
 from pipeline_support import CorpusRun, corpus_subset, warm_settings
 
 from raybatch.claude.emulator import EmulatorServer
+from raybatch.ids import OutputKeys
 from raybatch.models import BatchStatus, JobStatus
 from raybatch.objects import LocalObjectStore
 from raybatch.pipeline import RunReport, run
@@ -89,7 +90,7 @@ def assert_written_once(settings: Settings, truth: dict, emulator: EmulatorServe
     assert {j.status for j in state.list_jobs()} == {JobStatus.COMPLETED}
     rows = state.list_documents()
     store = LocalObjectStore(settings.store)
-    listed = {k for k in store.list("") if "/documents/" in k}
+    listed = {k for k in store.list(OutputKeys(state.database_id()).jobs) if "/documents/" in k}
     assert listed == {k for d in rows for k in (d.pdf_key, d.thumb_key)}
     assert len({(d.job_id, d.index) for d in rows}) == len(rows)
     assert evaluate_run(state, truth)["boundary_f1"] == 1.0
