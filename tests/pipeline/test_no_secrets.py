@@ -8,8 +8,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pymupdf
 import pytest
@@ -18,11 +20,14 @@ from pipeline_support import run_settings
 from ray import cloudpickle
 
 from raybatch import tasks
+from raybatch.actors.prepare import ChunkSummary
+from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.ids import sha256_bytes
-from raybatch.models import JobRecord, PageText, SourceKind
+from raybatch.models import JobRecord, JobStatus, PageText, SourceKind
+from raybatch.ocr.tesseract import tesseract_available
 from raybatch.samples import write_samples
-from raybatch.settings import PrepareTaskSettings, StateSettings
+from raybatch.settings import OcrEngineName, PrepareTaskSettings, StateSettings
 from raybatch.state import open_state
 from raybatch.steps.chunk import ChunkPlan
 
@@ -139,7 +144,8 @@ def test_a_prepare_task_cannot_read_the_api_key(
     assert STORE_SECRET.encode() in loaded  # reading an S3 source needs the store's keys
 
     monkeypatch.undo()  # the real tasks prepare the chunk with no more than that
-    prepare_tasks = tasks.RayPrepareTasks(settings.model_copy(update={"ocr_engine": "none"}), cache=state)
+    text_layers_only = settings.model_copy(update={"ocr_engine": OcrEngineName.NONE})
+    prepare_tasks = tasks.RayPrepareTasks(text_layers_only, cache=state)
     summary, _ = prepare_tasks.prepare(job, ChunkPlan(0, 1, 1), prepare_tasks.load(job))
     assert ray.get(summary).record.custom_id == f"job_{job.id}_batch_0"
 
@@ -177,3 +183,55 @@ def test_workers_of_a_local_ray_do_not_inherit_secret_variables(tmp_path: Path, 
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "('', '') ('', '')"
+
+
+def _scanned_page_job(state, path: Path) -> JobRecord:  # type: ignore[no-untyped-def]
+    """A one-page PDF whose only content is an image of text: it needs OCR."""
+    with pymupdf.open() as text_doc:
+        text_doc.new_page().insert_text((72, 144), "INVOICE 7 ACME LIMITED", fontsize=28)
+        png = text_doc[0].get_pixmap(dpi=150).tobytes("png")
+    with pymupdf.open() as doc:
+        page = doc.new_page()
+        page.insert_image(page.rect, stream=png)
+        data = doc.tobytes()
+    path.write_bytes(data)
+    job, _ = state.register_job(
+        sha256=sha256_bytes(data), source_uri=path.as_uri(), source_name=path.name,
+        kind=SourceKind.PDF, size_bytes=len(data),
+    )
+    state.transition(job.id, [JobStatus.PENDING], JobStatus.PENDING, pages=1)
+    return job
+
+
+@pytest.mark.skipif(not tesseract_available("eng"), reason="no Tesseract with English on this machine")
+def test_the_ocr_cache_works_through_the_driver(ray_session: None, tmp_path: Path) -> None:
+    settings = run_settings(tmp_path, ocr_engine="tesseract", ocr_languages="eng")
+    state = open_state(settings.section(StateSettings))
+    job = _scanned_page_job(state, tmp_path / "scan.pdf")
+
+    summaries: list[Any] = []
+
+    class Recording(tasks.RayPrepareTasks):
+        def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
+            summary, payload = super().prepare(job, plan, source)
+            summaries.append(summary)
+            return summary, payload
+
+    def prepare_once() -> ChunkSummary:
+        launcher = Recording(settings, cache=state)
+        scheduler = PrepareScheduler(
+            state, launcher, worker_id="t", max_in_flight=1, max_backlog_bytes=1 << 40,
+            lease_seconds=60, max_attempts=3,
+        )
+        scheduler.claim([job.id])
+        while not scheduler.tick(0):
+            time.sleep(0.1)
+        return ray.get(summaries[-1])
+
+    first = prepare_once()
+    assert [read.text.page for read in first.ocr_reads] == [1]  # read in the task, stored by the driver
+    [cached] = state.cached_page_texts(job.sha256, [1])
+    assert "ACME" in cached.text.text.upper()
+    state.transition(job.id, [JobStatus.PREPARED], JobStatus.PENDING)
+    again = prepare_once()
+    assert again.ocr_reads == () and again.ocr_pages == 1  # the page came from the cache
