@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from raybatch import console as out
+from raybatch.ids import OutputKeys
 from raybatch.models import TERMINAL_JOB_STATUSES, JobStatus
 from raybatch.pipeline import RunReport, run
 from raybatch.report import documents_by_file, evaluate_run, failures, status_summary
@@ -31,7 +32,8 @@ def run_source(
         out.print_json({**summary, "failed": failures(report.jobs), "elapsed_s": round(report.elapsed, 2)})
     else:
         out.console.print(out.status_table(summary))
-        out.console.print(f"outputs in {settings.store}, state in {_safe_url(settings.database_url)}")
+        root = OutputKeys(state.database_id()).root
+        out.console.print(f"outputs in {settings.store} under {root}/, state in {settings.database_url}")
     return _exit_code(report)
 
 
@@ -143,9 +145,3 @@ def _exit_code(report: RunReport) -> int:
         out.errors.print(out.failures_table(failed))
         return 1
     return 0
-
-
-def _safe_url(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)

@@ -109,7 +109,7 @@ def _drive(
     worker_id = f"driver-{run_id}"
     scheduler = PrepareScheduler(
         state,
-        RayPrepareTasks(settings),
+        RayPrepareTasks(settings, cache=state),
         worker_id=worker_id,
         max_in_flight=prepare_cap,
         max_backlog_bytes=2 * megabytes(settings.batch_max_mb),

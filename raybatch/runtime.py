@@ -21,12 +21,11 @@ from raybatch.metrics import Metrics
 from raybatch.models import Lease
 from raybatch.objects import open_store
 from raybatch.settings import (
-    ClaudeSettings,
-    PrepareSettings,
+    CoordinatorActorSettings,
     Settings,
-    StateSettings,
-    StoreSettings,
+    WriterActorSettings,
     WriterSettings,
+    secret_env_names,
 )
 from raybatch.state import open_state
 
@@ -45,6 +44,9 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
     if settings.ray_address or os.environ.get("RAY_ADDRESS"):
         ray.init(address=settings.ray_address, namespace=settings.ray_namespace, log_to_driver=False)
         return False
+    # A local Ray's workers inherit this process's environment: blank the secrets there (each
+    # worker is sent what it needs as arguments).
+    hidden = {name: "" for name in secret_env_names(os.environ)}
     ray.init(
         address="local",
         namespace=settings.ray_namespace,
@@ -52,6 +54,7 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
         include_dashboard=dashboard,
         dashboard_host="127.0.0.1",
         log_to_driver=False,
+        runtime_env={"env_vars": hidden} if hidden else None,
     )
     return True
 
@@ -65,11 +68,9 @@ def limit_oom_retries(settings: Settings) -> None:
 class CoordinatorActor:
     """The BatchCoordinator as an async Ray actor: builds its ports inside the actor process."""
 
-    def __init__(self, settings: Settings) -> None:
-        state = open_state(settings.section(StateSettings))
-        self._coordinator = BatchCoordinator(
-            settings.section(ClaudeSettings), state, resolve=_await_ref, metrics=Metrics()
-        )
+    def __init__(self, settings: CoordinatorActorSettings) -> None:
+        state = open_state(settings.state)
+        self._coordinator = BatchCoordinator(settings.claude, state, resolve=_await_ref, metrics=Metrics())
 
     async def offer(self, job_id: int, chunks: dict[int, Any], mode: str, request_bytes: int) -> None:
         await self._coordinator.offer(job_id, chunks, mode, request_bytes)
@@ -93,7 +94,7 @@ async def _await_ref(ref: Any) -> Any:
 
 def coordinator_name(settings: Settings) -> str:
     """One coordinator per state database: the name carries a short hash of its URL."""
-    digest = hashlib.sha256(settings.database_url.encode()).hexdigest()[:8]
+    digest = hashlib.sha256(settings.database_url.get_secret_value().encode()).hexdigest()[:8]
     return f"BatchCoordinator-{digest}"
 
 
@@ -108,20 +109,20 @@ def get_coordinator(settings: Settings) -> Any:
         max_concurrency=64,
         num_cpus=0,
     )
-    return actor.remote(settings)
+    return actor.remote(settings.for_coordinator())
 
 
 class WriterActor:
     """A ResultWriter as a Ray actor holding its share of the writers' memory resource."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: WriterActorSettings) -> None:
         self._writer = ResultWriter(
-            open_state(settings.section(StateSettings)),
-            open_store(settings.section(StoreSettings)),
-            sources=settings.section(StoreSettings),
-            prepare=settings.section(PrepareSettings),
-            claude=settings.section(ClaudeSettings),
-            lease_seconds=settings.lease_seconds,
+            open_state(settings.state),
+            open_store(settings.store),
+            sources=settings.store,
+            prepare=settings.prepare,
+            claude=settings.request,
+            lease_seconds=settings.state.lease_seconds,
             metrics=Metrics(),
         )
 
@@ -143,6 +144,6 @@ def start_writers(settings: Settings, run_id: str) -> list[Any]:
             num_cpus=0,
             max_restarts=-1,
             max_task_retries=0,
-        ).remote(settings)
+        ).remote(settings.for_writers())
         for i in range(writers.result_workers)
     ]

@@ -195,6 +195,8 @@ class PrepareScheduler:
 
     def _chunk_done(self, job_id: int, n: int, summary: ChunkSummary, payload: Any) -> list[ReadyJob]:
         prep = self._jobs[job_id]
+        for read in summary.ocr_reads:  # the tasks hold no database access: their OCR is cached here
+            self._state.put_page_text(prep.job.sha256, read.engine, read.text)
         self._state.save_chunks(job_id, [summary.record])
         prep.payloads[n] = payload
         prep.request_bytes += summary.record.request_bytes

@@ -28,7 +28,9 @@ StoreT = TypeVar("StoreT", bound=SqlBase)
 
 def open_state(settings: StateSettings, *, now: Clock = utc_now) -> SqlStateStore:
     """Open the configured database, creating a SQLite file's folder, with the schema at head."""
-    return _open(SqlStateStore, settings, now)
+    store = _open(SqlStateStore, settings, now)
+    store.database_id()  # made with the schema, so the database's outputs have a home from the start
+    return store
 
 
 def open_workload(settings: StateSettings, *, now: Clock = utc_now) -> SqlWorkloadStore:
@@ -37,7 +39,7 @@ def open_workload(settings: StateSettings, *, now: Clock = utc_now) -> SqlWorklo
 
 
 def _open(kind: type[StoreT], settings: StateSettings, now: Clock) -> StoreT:
-    url = parse_url(settings.database_url)
+    url = parse_url(settings.database_url.get_secret_value())
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     store = kind.from_url(url, now=now)

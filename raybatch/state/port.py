@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from raybatch.models import (
     BatchStatus,
+    CachedPage,
     ChunkRecord,
     ChunkStatus,
     DocumentRecord,
@@ -268,6 +269,10 @@ class StateStore(Protocol):
         """The cached text of page ``page`` read by ``engine`` (name and version), or None."""
         ...
 
+    def cached_page_texts(self, sha256: str, pages: Sequence[int]) -> list[CachedPage]:
+        """Every cached text of these pages of one source, by any engine."""
+        ...
+
     def put_page_text(self, sha256: str, engine: str, text: PageText) -> None:
         """Cache ``text`` under (sha256, text.page, engine); a second put replaces it."""
         ...
@@ -279,6 +284,10 @@ class StateStore(Protocol):
 
     def list_errors(self, job_id: int | None = None) -> list[ErrorRecord]:
         """Logged failures, oldest first, optionally of one job."""
+        ...
+
+    def database_id(self) -> str:
+        """This database's identity (made on first use): keeps its outputs apart from others'."""
         ...
 
     def is_paused(self) -> bool:
