@@ -5,6 +5,7 @@
     │   ├── RateLimited            429; carries retry_after
     │   ├── Overloaded             529
     │   ├── UpstreamUnavailable    5xx, connection resets, transient 404 after create
+    │   │   └── OutagePastBudget   the API stayed down past OUTAGE_BUDGET: the work is parked
     │   ├── StorageUnavailable     object store hiccups
     │   ├── DatabaseUnavailable    state DB hiccups
     │   └── WaitTimedOut           a wait passed its deadline (the work may still finish)
@@ -55,6 +56,14 @@ class Overloaded(TransientError):
 
 class UpstreamUnavailable(TransientError):
     """A 5xx, a dropped connection, or a not-yet-visible resource."""
+
+
+class OutagePastBudget(UpstreamUnavailable):
+    """The API stayed unavailable for the whole budget; ``maybe_created``: a batch may exist."""
+
+    def __init__(self, message: str, *, maybe_created: bool = False) -> None:
+        super().__init__(message)
+        self.maybe_created = maybe_created
 
 
 class StorageUnavailable(TransientError):

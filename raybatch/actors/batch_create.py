@@ -15,9 +15,9 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from raybatch.claude.batch_client import AnthropicBatchClient, Unavailable
+from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.records import BatchState, PreparedRequest
-from raybatch.errors import PermanentError, SpendLimitReached
+from raybatch.errors import OutagePastBudget, PermanentError, SpendLimitReached
 from raybatch.metrics import Metrics
 from raybatch.models import BatchStatus
 from raybatch.state.port import BatchRecord, StateStore
@@ -48,7 +48,7 @@ class BatchCreator:
 
     async def create(self, group: Sequence[PreparedRequest]) -> None:
         """Create one batch of ``group``. Raises what the create raised: PermanentError (nothing
-        created), SpendLimitReached, Unavailable (the API stayed down; the intent is kept when a
+        created), SpendLimitReached, OutagePastBudget (the API stayed down; the intent is kept when a
         batch may exist), or a database error (the created batch is recorded later)."""
         custom_ids = [r.custom_id for r in group]
         size = sum(r.encoded_size for r in group)
@@ -63,8 +63,8 @@ class BatchCreator:
                 known_ids=known,
                 budget=self._outage_budget,
             )
-        except (PermanentError, SpendLimitReached, Unavailable) as exc:
-            if not isinstance(exc, Unavailable) or not exc.maybe_created:
+        except (PermanentError, SpendLimitReached, OutagePastBudget) as exc:
+            if not isinstance(exc, OutagePastBudget) or not exc.maybe_created:
                 await self._io(self._state.mark_batch_lost, intent_id)  # surely nothing was created
             raise
         self._unattached[intent_id] = batch

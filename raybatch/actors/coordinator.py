@@ -27,13 +27,14 @@ from raybatch.actors.batch_create import BatchCreator
 from raybatch.actors.batch_poll import BatchPolls
 from raybatch.actors.filing import ResultFiler
 from raybatch.actors.sync_calls import SYNC_BATCH, SyncCalls
-from raybatch.claude.batch_client import AnthropicBatchClient, Unavailable
+from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.poller import poll_backoff
 from raybatch.claude.records import PreparedRequest
 from raybatch.claude.sync_client import AnthropicMessageClient
 from raybatch.errors import (
     AuthenticationFailed,
     InvalidRequest,
+    OutagePastBudget,
     PermanentError,
     SpendLimitReached,
     TransientError,
@@ -337,7 +338,7 @@ class BatchCoordinator:
             except SpendLimitReached:
                 self._park("spend limit reached")
                 return
-            except Unavailable as exc:
+            except OutagePastBudget as exc:
                 self._park(f"the API is unavailable: {exc}")
                 return
             except PermanentError as exc:

@@ -23,6 +23,7 @@ from raybatch.claude.sdk_errors import sdk_errors
 from raybatch.errors import (
     ConfigError,
     InvalidRequest,
+    OutagePastBudget,
     Overloaded,
     RateLimited,
     TransientError,
@@ -43,14 +44,6 @@ _API_STATUSES = {
     "canceling": BatchStatus.CANCELING,
     "ended": BatchStatus.ENDED,
 }
-
-
-class Unavailable(UpstreamUnavailable):
-    """The API stayed unavailable for the whole create budget; ``maybe_created``: a batch may exist."""
-
-    def __init__(self, message: str, *, maybe_created: bool) -> None:
-        super().__init__(message)
-        self.maybe_created = maybe_created
 
 
 def make_sdk_client(
@@ -120,7 +113,7 @@ class AnthropicBatchClient:
         After a failure that may hide a created batch (a lost response, a 5xx), it first lists the
         batches created since ``created_after`` (the intent's time, recorded before calling) and adopts
         the newest one with as many requests that is not in ``known_ids``, instead of creating again.
-        Past the budget it raises ``Unavailable`` (transient): the caller parks the work and keeps the
+        Past the budget it raises ``OutagePastBudget`` (transient): the caller parks the work and keeps the
         intent, to be reconciled later, when a batch may have been made.
         """
         delays = backoff.delays()
@@ -144,7 +137,7 @@ class AnthropicBatchClient:
                     adopted = self._last_look(len(requests), created_after, known_ids, maybe_created)
                     if adopted is not None:
                         return adopted
-                    raise Unavailable(
+                    raise OutagePastBudget(
                         f"create batch: the API failed for {budget:.0f} s ({attempt} tries): {exc}",
                         maybe_created=maybe_created,
                     ) from exc

@@ -11,12 +11,13 @@ import pytest
 from anthropic.types.messages import MessageBatch
 from emulator_support import API_KEY, requests, running, settings_for
 
-from raybatch.claude.batch_client import AnthropicBatchClient, Unavailable, make_sdk_client, to_batch_state
+from raybatch.claude.batch_client import AnthropicBatchClient, make_sdk_client, to_batch_state
 from raybatch.claude.emulator import EmulatorServer, Faults, ManualClock
 from raybatch.errors import (
     AuthenticationFailed,
     ConfigError,
     InvalidRequest,
+    OutagePastBudget,
     Overloaded,
     ResourceNotFound,
     SpendLimitReached,
@@ -179,7 +180,7 @@ def test_create_waits_out_its_budget_then_gives_up_transiently_with_nothing_crea
         clock[0] += seconds
 
     with batch_client(faults=faults) as (client, server, _):
-        with pytest.raises(Unavailable) as info:
+        with pytest.raises(OutagePastBudget) as info:
             client.create_reconciled(
                 requests(2),
                 created_after=_since(),
