@@ -10,6 +10,7 @@ from fault_support import FlakyState
 from test_writer import answered_job, write_once
 
 from raybatch.errors import StorageUnavailable
+from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
 from raybatch.objects import MemoryObjectStore
 from raybatch.samples import write_samples
@@ -36,7 +37,7 @@ def test_a_storage_outage_while_writing_sends_the_job_back(state: SqlStateStore,
     assert write_once(state, store, job_id).status is JobStatus.COMPLETED
     rows = state.list_documents(job_id)
     assert len(rows) == len(truth["bundles"][0]["documents"])
-    pdfs = [k for k in store.list(f"jobs/{job_id}/documents/") if k.endswith(".pdf")]
+    pdfs = [k for k in store.list(f"{OutputKeys(state.database_id()).job_prefix(job_id)}/documents/") if k.endswith(".pdf")]
     assert sorted(pdfs) == sorted(d.pdf_key for d in rows), "one PDF per row"
 
 
