@@ -24,7 +24,7 @@ from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.models import JobStatus
 from raybatch.pipeline import run
 from raybatch.register import Registrar
-from raybatch.settings import Settings, StateSettings, StoreSettings
+from raybatch.settings import SecretUrl, Settings, StateSettings, StoreSettings
 from raybatch.sources import list_sources
 from raybatch.state import open_state
 from raybatch.steps.chunk import ChunkPlan
@@ -36,7 +36,7 @@ WRITER_TITLE = "ray::WriterActor"  # Ray's process title for the writer actors (
 def in_folder(settings: Settings, folder: Path) -> Settings:
     """The settings with a state DB and a store of their own under ``folder``."""
     return settings.model_copy(
-        update={"database_url": f"sqlite:///{folder / 'state.db'}", "store": str(folder / "store")}
+        update={"database_url": SecretUrl(f"sqlite:///{folder / 'state.db'}"), "store": str(folder / "store")}
     )
 
 
@@ -49,7 +49,8 @@ def warm_up(settings: Settings, path: Path, tasks: int) -> None:
     """Start the worker processes and their imports before anything is timed."""
     job, data = source_job(path)
     ref = ray.put(data)
-    ray.get([prepare_chunk.remote(settings, job, ChunkPlan(0, 1, 1), ref) for _ in range(tasks)])
+    task_settings = settings.for_prepare_tasks()
+    ray.get([prepare_chunk.remote(task_settings, job, ChunkPlan(0, 1, 1), ref) for _ in range(tasks)])
 
 
 def prepare_only(settings: Settings, paths: Sequence[Path], tick: float = 0.01) -> Timing:
@@ -58,7 +59,7 @@ def prepare_only(settings: Settings, paths: Sequence[Path], tick: float = 0.01) 
     jobs = _register(settings, paths)
     scheduler = PrepareScheduler(
         state,
-        RayPrepareTasks(settings),
+        RayPrepareTasks(settings, cache=state),
         worker_id="bench",
         max_in_flight=settings.prepare_in_flight or 2 * cores(),
         max_backlog_bytes=1 << 62,  # nothing drains a backlog here: only the in-flight cap bounds

@@ -1,4 +1,4 @@
-"""``raybatch``: run, demo, status, pause, resume, cancel, eval, samples, emulator.
+"""``raybatch``: run, demo, status, pause, resume, cancel, eval, samples, emulator, workload.
 
 Thin: parse arguments, build the settings once, configure logging, call the library.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,7 +23,13 @@ log = logging.getLogger("raybatch")
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``raybatch`` command; returns the exit code."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # After "--", ``workload hold`` takes a command to run, never raybatch's own options.
+    cut = words.index("--") if "--" in words else len(words)
+    if not {"workload", "hold"} <= set(words[:cut]):
+        cut = len(words)
+    args = parser.parse_args(words[:cut])
+    args.after_dashes = words[cut + 1 :]
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -107,6 +114,12 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return cancel_job(settings_from(args), args.job)
 
 
+def cmd_retry(args: argparse.Namespace) -> int:
+    from raybatch.commands import retry_jobs
+
+    return retry_jobs(settings_from(args), args.jobs, every_failed=args.failed)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from raybatch.commands import run_eval
 
@@ -127,6 +140,30 @@ def cmd_emulator(args: argparse.Namespace) -> int:
     from raybatch.claude.emulator import config_from_arguments, serve
 
     serve(args.host, args.port, config_from_arguments(args))
+    return 0
+
+
+def cmd_workload(args: argparse.Namespace) -> int:
+    from raybatch import console, workload
+
+    settings = settings_from(args)
+    if args.workload_command == "hold":
+        # Stopped with SIGTERM: end the command and give the units back now, not at the lease's end.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+        return workload.run_command(
+            args.name,
+            args.cost,
+            args.run + args.after_dashes,
+            settings=settings,
+            ttl=args.ttl,
+            timeout=args.wait,
+            on_wait=lambda text: print(f"raybatch: {text}", file=sys.stderr),
+        )
+    budget = workload.snapshot(settings)
+    if args.json:
+        console.print_json(budget)
+    else:
+        console.console.print(console.workload_table(budget))
     return 0
 
 
@@ -166,6 +203,11 @@ def _parser() -> argparse.ArgumentParser:
     cancel.add_argument("job", type=int)
     _location_flags(cancel)
     cancel.set_defaults(handler=cmd_cancel)
+    retry = sub.add_parser("retry", help="take failed jobs up again (their answers are kept)")
+    retry.add_argument("jobs", type=int, nargs="*", help="job ids")
+    retry.add_argument("--failed", action="store_true", help="every failed job")
+    _location_flags(retry)
+    retry.set_defaults(handler=cmd_retry)
     _eval_parser(sub)
     samples = sub.add_parser("samples", help="write a sample corpus with truth.json")
     samples.add_argument("out")
@@ -173,6 +215,7 @@ def _parser() -> argparse.ArgumentParser:
     samples.add_argument("--seed", type=int, default=7)
     samples.set_defaults(handler=cmd_samples)
     _emulator_parser(sub)
+    _workload_parser(sub)
     return parser
 
 
@@ -227,6 +270,21 @@ def _emulator_parser(sub: Any) -> None:
     command.add_argument("--port", type=int, default=8765)
     add_emulator_arguments(command)
     command.set_defaults(handler=cmd_emulator)
+
+
+def _workload_parser(sub: Any) -> None:
+    command = sub.add_parser("workload", help="the workload budget: holders, units, expiry")
+    command.add_argument("--db", help="state database URL (DATABASE_URL)")
+    command.add_argument("--json", action="store_true", help="print one JSON object")
+    command.set_defaults(handler=cmd_workload, workload_command=None)
+    actions = command.add_subparsers(dest="workload_command")
+    hold = actions.add_parser("hold", help="run a command while holding units of the budget")
+    hold.add_argument("name", help="the holder's name, as the budget lists it")
+    hold.add_argument("cost", type=int, help="units to hold")
+    hold.add_argument("--ttl", type=float, help="lease seconds, renewed while the command runs")
+    hold.add_argument("--wait", type=float, help="give up after this many seconds without room")
+    hold.add_argument("--db", default=argparse.SUPPRESS, help="state database URL (DATABASE_URL)")
+    hold.add_argument("run", nargs="*", metavar="-- COMMAND", help="the command and its arguments")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,4 @@
-"""What the CLI's commands do, given built settings: run, demo, status, cancel, eval."""
+"""What the CLI's commands do, given built settings: run, demo, status, cancel, retry, eval."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from raybatch import console as out
+from raybatch.ids import OutputKeys
 from raybatch.models import TERMINAL_JOB_STATUSES, JobStatus
 from raybatch.pipeline import RunReport, run
 from raybatch.report import documents_by_file, evaluate_run, failures, status_summary
@@ -31,7 +32,8 @@ def run_source(
         out.print_json({**summary, "failed": failures(report.jobs), "elapsed_s": round(report.elapsed, 2)})
     else:
         out.console.print(out.status_table(summary))
-        out.console.print(f"outputs in {settings.store}, state in {_safe_url(settings.database_url)}")
+        root = OutputKeys(state.database_id()).root
+        out.console.print(f"outputs in {settings.store} under {root}/, state in {settings.database_url}")
     return _exit_code(report)
 
 
@@ -97,6 +99,21 @@ def cancel_job(settings: Settings, job_id: int) -> int:
     return 1
 
 
+def retry_jobs(settings: Settings, job_ids: Sequence[int], *, every_failed: bool = False) -> int:
+    """Failed jobs go back to pending: the next run of their source redoes only what failed."""
+    state = open_state(settings.section(StateSettings))
+    chosen = [j.id for j in state.list_jobs([JobStatus.FAILED])] if every_failed else list(job_ids)
+    if not chosen:
+        print("no failed jobs to retry" if every_failed else "name job ids, or --failed")
+        return 0 if every_failed else 2
+    reopened = [job_id for job_id in chosen if state.reopen_job(job_id)]
+    for job_id in sorted(set(chosen) - set(reopened)):
+        print(f"job {job_id} is not failed; left as it is")
+    if reopened:
+        print(f"{len(reopened)} jobs will be taken up by the next run of their source: {reopened}")
+    return 0 if len(reopened) == len(chosen) else 1
+
+
 def run_eval(settings: Settings, truth: Mapping[str, Any], *, as_json: bool = False) -> int:
     """Boundary precision/recall/F1, over- and under-splits and type accuracy against ``truth``."""
     figures = evaluate_run(open_state(settings.section(StateSettings)), truth)
@@ -128,9 +145,3 @@ def _exit_code(report: RunReport) -> int:
         out.errors.print(out.failures_table(failed))
         return 1
     return 0
-
-
-def _safe_url(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)

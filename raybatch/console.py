@@ -109,6 +109,20 @@ def failures_table(failed: Iterable[tuple[int, str, str]]) -> Table:
     return table
 
 
+def workload_table(budget: Mapping[str, Any]) -> Table:
+    """``raybatch workload``: who holds how many units of the budget, until when."""
+    title = f"workload: {budget['in_use']} of {budget['capacity']} units in use, {budget['free']} free"
+    table = Table(title=title, show_header=True)
+    table.add_column("holder")
+    table.add_column("units", justify="right")
+    table.add_column("kind")
+    table.add_column("expires")
+    for lease in budget["holders"]:
+        kind = "run (elastic)" if lease["elastic"] else "fixed"
+        table.add_row(lease["holder"], str(lease["units"]), kind, lease["expires_at"])
+    return table
+
+
 def print_json(value: Any) -> None:
     """One JSON object on one line (for scripts)."""
     console.print_json(json.dumps(value, default=str)) if console.is_terminal else print(

@@ -5,6 +5,7 @@
     │   ├── RateLimited            429; carries retry_after
     │   ├── Overloaded             529
     │   ├── UpstreamUnavailable    5xx, connection resets, transient 404 after create
+    │   │   └── OutagePastBudget   the API stayed down past OUTAGE_BUDGET: the work is parked
     │   ├── StorageUnavailable     object store hiccups
     │   ├── DatabaseUnavailable    state DB hiccups
     │   └── WaitTimedOut           a wait passed its deadline (the work may still finish)
@@ -25,6 +26,9 @@
 
 Messages never carry secrets or page text. Foreign exceptions are translated once, at the port
 that met them, with ``raise ... from exc``.
+
+A job failed for a reason that may pass (an outage past its budget, a lost batch, expired requests,
+rejected credentials) is taken up again by the next run of its source: ``retried_on_rerun``.
 """
 
 from __future__ import annotations
@@ -52,6 +56,14 @@ class Overloaded(TransientError):
 
 class UpstreamUnavailable(TransientError):
     """A 5xx, a dropped connection, or a not-yet-visible resource."""
+
+
+class OutagePastBudget(UpstreamUnavailable):
+    """The API stayed unavailable for the whole budget; ``maybe_created``: a batch may exist."""
+
+    def __init__(self, message: str, *, maybe_created: bool = False) -> None:
+        super().__init__(message)
+        self.maybe_created = maybe_created
 
 
 class StorageUnavailable(TransientError):
@@ -125,3 +137,49 @@ class SpendLimitReached(RaybatchError):
 def error_class(exc: BaseException) -> str:
     """The short class name stored in the errors table and shown to users."""
     return type(exc).__name__
+
+
+# Failure classes (error_class values of jobs and chunks) a later run takes up again by itself:
+# outages past their budget, lost or expired work, credentials fixed since. Everything else
+# (invalid source or request, unparseable answer) stays failed until ``raybatch retry``.
+_PASSING_RESULT_TYPES = frozenset(
+    {"api_error", "overloaded_error", "rate_limit_error", "errored", "expired", "canceled", "missing"}
+)
+_PASSING_CLASSES = frozenset(
+    {
+        "AttemptsExhausted",
+        "AuthenticationFailed",
+        "BatchFailed",
+        "SpendLimitReached",
+        "LeaseLost",
+        # a process or node of the cluster died under the work
+        "WorkerCrashedError",
+        "OutOfMemoryError",
+        "NodeDiedError",
+        "ObjectLostError",
+        "OwnerDiedError",
+        "ActorDiedError",
+        "RayActorError",
+    }
+)
+
+
+def _transient_names() -> frozenset[str]:
+    found: set[str] = set()
+    todo: list[type[BaseException]] = [TransientError]
+    while todo:
+        kind = todo.pop()
+        found.add(kind.__name__)
+        todo.extend(kind.__subclasses__())
+    return frozenset(found)
+
+
+def retried_on_rerun(failure_class: str | None) -> bool:
+    """Whether a job failed with this class is taken up again by the next run without ``--force``."""
+    if failure_class is None:
+        return False
+    return (
+        failure_class in _PASSING_CLASSES
+        or failure_class in _PASSING_RESULT_TYPES
+        or failure_class in _transient_names()
+    )

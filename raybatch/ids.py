@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -48,31 +49,59 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def job_prefix(job_id: int) -> str:
-    """Object-key prefix of one job's outputs."""
-    return f"jobs/{job_id}"
+@dataclass(frozen=True)
+class OutputKeys:
+    """Object keys of one state database's outputs, all under ``db-<id>/``.
+
+    Job ids restart at 1 in every database, so the database's own identity (a random id stored in it
+    on first use, ``StateStore.database_id``) keeps the outputs of databases that share a store apart:
+    one never overwrites or deletes another's objects.
+    """
+
+    database_id: str
+
+    def __post_init__(self) -> None:
+        if not _DATABASE_ID.fullmatch(self.database_id):
+            raise ValueError("a database id is 8 to 64 lower-case hex digits")
+
+    @property
+    def root(self) -> str:
+        """The prefix of every output of this database."""
+        return f"db-{self.database_id[:16]}"
+
+    @property
+    def jobs(self) -> str:
+        """The listing prefix of every job's outputs."""
+        return f"{self.root}/jobs/"
+
+    def job_prefix(self, job_id: int) -> str:
+        """Object-key prefix of one job's outputs."""
+        return f"{self.jobs}{job_id}"
+
+    def document_pdf(self, job_id: int, index: int) -> str:
+        """Key of document ``index`` of a job, as its own PDF."""
+        return f"{self.job_prefix(job_id)}/documents/{index}.pdf"
+
+    def document_thumb(self, job_id: int, index: int) -> str:
+        """Key of the thumbnail of document ``index`` of a job."""
+        return f"{self.job_prefix(job_id)}/documents/{index}.webp"
+
+    def manifest(self, job_id: int) -> str:
+        """Key of a job's manifest.json."""
+        return f"{self.job_prefix(job_id)}/manifest.json"
+
+    def source(self, job_id: int) -> str:
+        """Key of a source file copied into the store (sources that are not already in it)."""
+        return f"{self.job_prefix(job_id)}/source"
+
+    @property
+    def documents_table(self) -> str:
+        """Prefix of this database's Parquet table of documents."""
+        return f"{self.root}/tables/documents"
+
+    def documents_table_part(self, job_id: int) -> str:
+        """Key of a job's slice of the documents table (one file per job: reruns replace it)."""
+        return f"{self.documents_table}/job_id={job_id}/part-0.parquet"
 
 
-def document_pdf_key(job_id: int, index: int) -> str:
-    """Key of document ``index`` of a job, as its own PDF."""
-    return f"{job_prefix(job_id)}/documents/{index}.pdf"
-
-
-def document_thumb_key(job_id: int, index: int) -> str:
-    """Key of the thumbnail of document ``index`` of a job."""
-    return f"{job_prefix(job_id)}/documents/{index}.webp"
-
-
-def manifest_key(job_id: int) -> str:
-    """Key of a job's manifest.json."""
-    return f"{job_prefix(job_id)}/manifest.json"
-
-
-def source_key(job_id: int) -> str:
-    """Key of a source file copied into the store (sources that are not already in it)."""
-    return f"{job_prefix(job_id)}/source"
-
-
-def documents_table_key(job_id: int) -> str:
-    """Key of a job's slice of the Parquet table of documents (one file per job: reruns replace it)."""
-    return f"tables/documents/job_id={job_id}/part-0.parquet"
+_DATABASE_ID = re.compile(r"[0-9a-f]{8,64}")

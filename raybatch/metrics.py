@@ -1,6 +1,7 @@
 """Ray metrics for the dashboard (Prometheus names ``ray_raybatch_*``); no-ops outside a Ray worker.
 
-Pages prepared, requests and batches, MB in flight in the writers, tokens and estimated cost.
+Pages prepared, requests and batches, MB in flight in the writers, tokens and estimated cost, and
+the workload budget: its capacity, the units each holder has, the concurrency a run chose.
 """
 
 from __future__ import annotations
@@ -79,15 +80,23 @@ class Metrics:
     def job_finished(self, status: str) -> None:
         self._inc("jobs_finished", 1, {"status": status})
 
+    def workload_units(self, capacity: int, units_by_holder: dict[str, float]) -> None:
+        self._set("workload_capacity", capacity)
+        for holder, units in units_by_holder.items():
+            self._set("workload_units", units, {"holder": holder})
+
+    def workload_concurrency(self, stage: str, limit: int) -> None:
+        self._set("workload_concurrency", limit, {"stage": stage})
+
     def _inc(self, name: str, value: float, tags: dict[str, str] | None = None) -> None:
         metric = self._get(name)
         if metric is not None and value:
             metric.inc(value, tags=tags)
 
-    def _set(self, name: str, value: float) -> None:
+    def _set(self, name: str, value: float, tags: dict[str, str] | None = None) -> None:
         metric = self._get(name)
         if metric is not None:
-            metric.set(value)
+            metric.set(value, tags=tags)
 
 
 def _make(metrics: Any) -> dict[str, Any]:
@@ -110,4 +119,11 @@ def _make(metrics: Any) -> dict[str, Any]:
         ),
         "documents_written": counter("raybatch_documents_written", description="documents written"),
         "jobs_finished": counter("raybatch_jobs_finished", description="jobs ended", tag_keys=("status",)),
+        "workload_capacity": gauge("raybatch_workload_capacity", description="units in the workload budget"),
+        "workload_units": gauge(
+            "raybatch_workload_units", description="workload units held", tag_keys=("holder",)
+        ),
+        "workload_concurrency": gauge(
+            "raybatch_workload_concurrency", description="concurrency a run chose", tag_keys=("stage",)
+        ),
     }

@@ -115,6 +115,14 @@ class PageText:
 
 
 @dataclass(frozen=True)
+class CachedPage:
+    """One page's text as one OCR engine (name and version) read it."""
+
+    engine: str
+    text: PageText
+
+
+@dataclass(frozen=True)
 class RenderedPage:
     """A page rendered for Claude: an image no longer than the long-edge limit, plus its text."""
 

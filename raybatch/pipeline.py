@@ -34,6 +34,7 @@ from raybatch.sources import SourceFile, iter_sources
 from raybatch.state import open_state
 from raybatch.steps.pack import megabytes
 from raybatch.tasks import RayInspector, RayPrepareTasks
+from raybatch.workload import Budget, Sizing, open_budget
 from raybatch.writers import start_writers
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ class RunReport:
     writes: list[WriteReport]
     elapsed: float
     emulator_url: str | None = None
+    workload: tuple[Sizing, ...] = ()  # the concurrency the run chose from the workload budget
 
     @property
     def failed(self) -> list[JobRecord]:
@@ -78,20 +80,26 @@ def run(
         notice(f"skipped {name!r}: not a PDF or image")
 
     files = iter_sources(source, settings.section(StoreSettings), on_skip=skip)
+    holder = f"run-{uuid.uuid4().hex[:8]}"
     owns_ray = connect(settings, dashboard=dashboard)
     try:
-        with claude_endpoint(settings, notice) as (settings, emulator_url):
-            intake = _intake(settings, files, force=force)
-            ended, writes = _drive(settings, intake, on_progress)
+        with (
+            open_budget(settings, holder, prepare_ceiling=_prepare_cap(settings)) as budget,
+            claude_endpoint(settings, notice) as (settings, emulator_url),
+        ):
+            intake = _intake(settings, files, budget, force=force)
+            ended, writes = _drive(settings, intake, on_progress, budget.prepare_cap)
             notice(f"{intake.jobs} jobs registered from {intake.files} files")
     finally:
         if owns_ray:
             ray.shutdown()
-    return RunReport(ended, skipped, writes, time.monotonic() - started, emulator_url)
+    elapsed = time.monotonic() - started
+    return RunReport(ended, skipped, writes, elapsed, emulator_url, tuple(budget.sizings))
 
 
-def _intake(settings: Settings, files: Iterator[SourceFile], *, force: bool) -> SourceIntake:
-    """Registration in Ray tasks, a few files ahead of the driver."""
+def _intake(settings: Settings, files: Iterator[SourceFile], budget: Budget, *, force: bool) -> SourceIntake:
+    """Registration in Ray tasks, as many files at once as the workload budget's registration
+    share; its units are given back once every file is registered."""
     registrar = Registrar(
         open_state(settings.section(StateSettings)),
         settings.section(StoreSettings),
@@ -103,10 +111,11 @@ def _intake(settings: Settings, files: Iterator[SourceFile], *, force: bool) -> 
         files,
         RayInspector(settings),
         registrar,
-        in_flight=_claim_window(settings)(),
+        in_flight=budget.register_cap,
         ready=_ready,
         get=ray.get,
         failure=_crash_reason,
+        on_listed=budget.finish_registration,
     )
 
 
@@ -118,7 +127,10 @@ def _crash_reason(exc: BaseException) -> str | None:
 
 
 def _drive(
-    settings: Settings, intake: SourceIntake, on_progress: Callable[[Progress], None] | None
+    settings: Settings,
+    intake: SourceIntake,
+    on_progress: Callable[[Progress], None] | None,
+    prepare_cap: Callable[[], int],
 ) -> tuple[list[JobRecord], list[WriteReport]]:
     """Build the Ray parts and drive until every job ended."""
     state = open_state(settings.section(StateSettings))
@@ -128,9 +140,9 @@ def _drive(
     handles = start_writers(settings, run_id)
     scheduler = PrepareScheduler(
         state,
-        RayPrepareTasks(settings),
+        RayPrepareTasks(settings, cache=state),
         worker_id=worker_id,
-        max_in_flight=_prepare_cap(settings),
+        max_in_flight=prepare_cap,
         max_backlog_bytes=2 * megabytes(settings.batch_max_mb),
         lease_seconds=settings.lease_seconds,
         max_attempts=settings.prepare_max_attempts,
@@ -152,7 +164,7 @@ def _drive(
         wait=_wait_any,
         intake=intake,
     )
-    window = _claim_window(settings)
+    window = _claim_window(prepare_cap)
     try:
         driver = Driver(state, [], parts, lease_seconds=settings.lease_seconds, claim_window=window)
         jobs = driver.run(on_progress)
@@ -171,16 +183,16 @@ def _wait_any(refs: list[object], timeout: float) -> None:
     ray.wait(refs, num_returns=1, timeout=timeout)
 
 
-def _claim_window(settings: Settings) -> Callable[[], int]:
+def _claim_window(prepare_cap: Callable[[], int]) -> Callable[[], int]:
     """Jobs claimed for preparing at once: enough to keep every prepare slot busy (twice the
-    prepare cap, as the cluster is now), never the whole backlog."""
-    cap = _prepare_cap(settings)
-    return (lambda: 2 * cap()) if callable(cap) else (lambda: 2 * cap)
+    prepare cap, as the budget and the cluster are now), never the whole backlog."""
+    return lambda: 2 * prepare_cap()
 
 
 def _prepare_cap(settings: Settings) -> int | Callable[[], int]:
     """PREPARE_IN_FLIGHT, or twice the cluster's CPUs as it is now (at least 8, so that an
-    autoscaled cluster starting with no worker sees demand and grows)."""
+    autoscaled cluster starting with no worker sees demand and grows): the ceiling the workload
+    budget scales."""
     if settings.prepare_in_flight:
         return settings.prepare_in_flight
     seen = {"at": -1e9, "cap": 8}

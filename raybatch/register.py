@@ -153,16 +153,18 @@ class SourceIntake:
         inspector: Inspector,
         registrar: Registrar,
         *,
-        in_flight: int,
+        in_flight: int | Callable[[], int],
         ready: Callable[[Any], bool],
         get: Callable[[Any], Inspection],
         failure: Callable[[BaseException], str | None],
+        on_listed: Callable[[], None] = lambda: None,
     ) -> None:
         self._files = files
         self._inspector = inspector
         self._registrar = registrar
-        self._in_flight = max(1, in_flight)
+        self._in_flight = in_flight if callable(in_flight) else lambda: in_flight
         self._ready, self._get, self._failure = ready, get, failure
+        self._on_listed: Callable[[], None] | None = on_listed
         self._pending: deque[tuple[SourceFile, Any]] = deque()
         self._listed = False
         self.files = 0
@@ -186,6 +188,9 @@ class SourceIntake:
             jobs.append(self._registrar.register(self._inspection(source, ref)).job)
         self.jobs += len(jobs)
         self._fill()
+        if self.finished and self._on_listed is not None:  # every file registered: said once
+            done, self._on_listed = self._on_listed, None
+            done()
         return jobs
 
     def _inspection(self, source: SourceFile, ref: Any) -> Inspection:
@@ -199,7 +204,8 @@ class SourceIntake:
             return crashed(source, reason)
 
     def _fill(self) -> None:
-        while not self._listed and len(self._pending) < self._in_flight:
+        limit = max(1, self._in_flight())  # read each time: the budget's share can change
+        while not self._listed and len(self._pending) < limit:
             source = next(self._files, None)
             if source is None:
                 self._listed = True

@@ -17,7 +17,7 @@ import ray
 
 from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.metrics import Metrics
-from raybatch.settings import ClaudeSettings, Settings, StateSettings, WriterSettings
+from raybatch.settings import CoordinatorActorSettings, Settings, WriterSettings, secret_env_names
 from raybatch.state import open_state
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,9 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
     if settings.ray_address or os.environ.get("RAY_ADDRESS"):
         ray.init(address=settings.ray_address, namespace=settings.ray_namespace, log_to_driver=False)
         return False
+    # A local Ray's workers inherit this process's environment: blank the secrets there (each
+    # worker is sent what it needs as arguments).
+    hidden = {name: "" for name in secret_env_names(os.environ)}
     ray.init(
         address="local",
         namespace=settings.ray_namespace,
@@ -42,6 +45,7 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
         include_dashboard=dashboard,
         dashboard_host="127.0.0.1",
         log_to_driver=False,
+        runtime_env={"env_vars": hidden} if hidden else None,
     )
     return True
 
@@ -55,11 +59,9 @@ def limit_oom_retries(settings: Settings) -> None:
 class CoordinatorActor:
     """The BatchCoordinator as an async Ray actor: builds its ports inside the actor process."""
 
-    def __init__(self, settings: Settings) -> None:
-        state = open_state(settings.section(StateSettings))
-        self._coordinator = BatchCoordinator(
-            settings.section(ClaudeSettings), state, resolve=_await_ref, metrics=Metrics()
-        )
+    def __init__(self, settings: CoordinatorActorSettings) -> None:
+        state = open_state(settings.state)
+        self._coordinator = BatchCoordinator(settings.claude, state, resolve=_await_ref, metrics=Metrics())
 
     async def offer(self, job_id: int, chunks: dict[int, Any], mode: str, request_bytes: int) -> None:
         await self._coordinator.offer(job_id, chunks, mode, request_bytes)
@@ -83,7 +85,7 @@ async def _await_ref(ref: Any) -> Any:
 
 def coordinator_name(settings: Settings) -> str:
     """One coordinator per state database: the name carries a short hash of its URL."""
-    digest = hashlib.sha256(settings.database_url.encode()).hexdigest()[:8]
+    digest = hashlib.sha256(settings.database_url.get_secret_value().encode()).hexdigest()[:8]
     return f"BatchCoordinator-{digest}"
 
 
@@ -98,5 +100,5 @@ def get_coordinator(settings: Settings) -> Any:
         max_concurrency=64,
         num_cpus=0,
     )
-    return actor.remote(settings)
+    return actor.remote(settings.for_coordinator())
 

@@ -6,6 +6,8 @@ Each section is a frozen pydantic model; ``Settings`` inherits them all, so a fi
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
@@ -45,18 +47,39 @@ class OcrEngineName(StrEnum):
     NONE = "none"
 
 
+class SecretUrl(SecretStr):
+    """A URL that may carry a password: shown everywhere with its password masked."""
+
+    def _display(self) -> str:
+        return mask_url(self.get_secret_value())
+
+
+_URL_PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*(@)")
+_QUERY_PASSWORD = re.compile(r"([?&](?:password|passwd|pwd)=)[^&]*", re.IGNORECASE)
+
+
+def mask_url(url: str) -> str:
+    """``url`` with any password (``user:password@`` or ``?password=``) replaced by ``***``."""
+    return _QUERY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1***\2", url))
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
 
-class ClaudeSettings(_Section):
+class RequestSettings(_Section):
+    """What a Claude request is built for: the model and its answer budget (no credentials)."""
+
+    claude_model: str = "claude-sonnet-5-5"
+    max_tokens: int = Field(4096, ge=256, le=64_000)
+
+
+class ClaudeSettings(RequestSettings):
     """Claude: credentials, model, batch limits, polling, sync concurrency, retry budget."""
 
     processing_mode: ProcessingMode = ProcessingMode.BATCH
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
-    claude_model: str = "claude-sonnet-5-5"
-    max_tokens: int = Field(4096, ge=256, le=64_000)
     batch_size: int = Field(30, ge=1, description="jobs taken per submit pass")
     batch_max_mb: int = Field(200, ge=1, le=ANTHROPIC_BATCH_MAX_MB)
     batch_max_requests: int = Field(10_000, ge=1, le=ANTHROPIC_BATCH_MAX_REQUESTS)
@@ -64,6 +87,15 @@ class ClaudeSettings(_Section):
     poll_deadline: float = Field(48 * 3600.0, gt=0, description="seconds before a batch wait times out")
     sync_concurrency: int = Field(4, ge=1, le=64)
     max_attempts: int = Field(3, ge=1, le=20, description="tries per chunk across batches")
+    outage_budget: float = Field(
+        60.0, gt=0, description="seconds a batch create waits out 429/529/5xx before the work is parked"
+    )
+    park_seconds: float = Field(
+        300.0, gt=0, description="how long parked work (an outage, a spend limit) waits before trying again"
+    )
+    sweep_interval: float = Field(
+        30.0, gt=0, description="seconds between the coordinator's sweeps for work nothing holds"
+    )
 
 
 class PrepareSettings(_Section):
@@ -94,7 +126,7 @@ class OcrSettings(_Section):
 class StateSettings(_Section):
     """The state database, and how long claimed work stays owned without a renewal."""
 
-    database_url: str = ""
+    database_url: SecretUrl = SecretUrl("")
     lease_seconds: float = Field(60.0, ge=2.0, description="a dead driver's jobs are taken back after this")
 
 
@@ -117,6 +149,24 @@ class WriterSettings(_Section):
     result_resource: str = "result_mb"
 
 
+class WorkloadSettings(_Section):
+    """The workload budget shared by runs and other heavy work on the same machines: what a run
+    costs, how long a lease lives, and the range each stage's concurrency moves in."""
+
+    workload_capacity: int = Field(12, ge=0, description="units in the budget; 0 turns the budget off")
+    workload_ttl_seconds: float = Field(4200.0, ge=2.0, description="a lease not renewed ends after this")
+    workload_refresh_seconds: float = Field(5.0, gt=0, description="how often a run renews and re-reads")
+    workload_cost_register: int = Field(1, ge=0, description="units a run holds while it registers files")
+    workload_cost_prepare: int = Field(2, ge=0, description="units a run holds for preparation")
+    workload_cost_write: int = Field(3, ge=0, description="units a run holds for writing results")
+    workload_register_min: int = Field(2, ge=1, description="registration reads in flight, at least")
+    workload_register_max: int = Field(10, ge=1, description="registration reads in flight, at most")
+    workload_prepare_min: int = Field(1, ge=1, description="prepare tasks in flight, at least")
+    workload_prepare_max: int = Field(
+        0, ge=0, description="prepare tasks in flight, at most; 0 = PREPARE_IN_FLIGHT or 2 x CPUs"
+    )
+
+
 class RaySettings(_Section):
     """How the job reaches Ray."""
 
@@ -132,6 +182,7 @@ class Settings(
     StateSettings,
     StoreSettings,
     WriterSettings,
+    WorkloadSettings,
     RaySettings,
 ):
     """Every knob of raybatch, read from the environment (and ``.env``) once."""
@@ -146,8 +197,8 @@ class Settings(
     def _fill_defaults(self) -> Settings:
         # Defaults that depend on RAYBATCH_HOME: a SQLite file and a local folder beside it.
         home = self.raybatch_home
-        if not self.database_url:
-            object.__setattr__(self, "database_url", f"sqlite:///{home / 'state.db'}")
+        if not self.database_url.get_secret_value():
+            object.__setattr__(self, "database_url", SecretUrl(f"sqlite:///{home / 'state.db'}"))
         if not self.store:
             object.__setattr__(self, "store", str(home / "store"))
         return self
@@ -156,6 +207,28 @@ class Settings(
         """The part of the settings one component needs."""
         return kind.model_validate(self.model_dump(include=set(kind.model_fields)))
 
+    def for_prepare_tasks(self) -> PrepareTaskSettings:
+        """What a prepare task is sent: no API key, no database URL, no store secret."""
+        return PrepareTaskSettings(
+            prepare=self.section(PrepareSettings),
+            ocr=self.section(OcrSettings),
+            request=self.section(RequestSettings),
+        )
+
+    def for_writers(self) -> WriterActorSettings:
+        """What a result writer is sent: the database and the store, no API key."""
+        return WriterActorSettings(
+            state=self.section(StateSettings),
+            store=self.section(StoreSettings),
+            prepare=self.section(PrepareSettings),
+            request=self.section(RequestSettings),
+        )
+
+    def for_coordinator(self) -> CoordinatorActorSettings:
+        """What the coordinator is sent: Claude and the database, no store secret."""
+        claude, state = self.section(ClaudeSettings), self.section(StateSettings)
+        return CoordinatorActorSettings(claude=claude, state=state)
+
     @property
     def uses_emulator(self) -> bool:
         """True when no API key is set: the built-in Claude emulator stands in."""
@@ -163,6 +236,42 @@ class Settings(
 
 
 SectionT = TypeVar("SectionT", bound=BaseModel)
+
+
+# What each kind of Ray worker is sent: only the sections it uses (least privilege in the cluster).
+class PrepareTaskSettings(_Section):
+    """A prepare task's settings: rendering, OCR and the request's model."""
+
+    prepare: PrepareSettings
+    ocr: OcrSettings
+    request: RequestSettings
+
+
+class WriterActorSettings(_Section):
+    """A result writer's settings: the database, the store, the page budget, the model's name."""
+
+    state: StateSettings
+    store: StoreSettings
+    prepare: PrepareSettings
+    request: RequestSettings
+
+
+class CoordinatorActorSettings(_Section):
+    """The coordinator's settings: Claude (with its key) and the database."""
+
+    claude: ClaudeSettings
+    state: StateSettings
+
+
+def secret_env_names(environ: Mapping[str, str]) -> list[str]:
+    """The names in ``environ`` that hold a secret setting (any case, as settings read them)."""
+    secret = {name.upper() for name, field in Settings.model_fields.items() if _is_secret(field.annotation)}
+    return sorted(name for name in environ if name.upper() in secret)
+
+
+def _is_secret(annotation: Any) -> bool:
+    kinds = getattr(annotation, "__args__", None) or (annotation,)  # X | None, or X
+    return any(isinstance(kind, type) and issubclass(kind, SecretStr) for kind in kinds)
 
 
 def load_settings(**overrides: Any) -> Settings:

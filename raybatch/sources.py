@@ -5,11 +5,18 @@ A source file is known by its URI (``file:///abs/path`` or ``s3://bucket/name``)
 name is kept as metadata only and never becomes an object key. Listing streams: a folder is walked
 one directory at a time and an S3 prefix is read one page of keys at a time, so a backlog of a
 million files is never listed into memory first.
+
+Reading is safe against a changing folder: a link is never followed when read (a folder's link
+whose target stays inside the folder is listed by its target; one leading out keeps its own path,
+so reading it fails its job), only regular files are read, and every read after registration is
+checked against the sha256 registered, so a replaced file fails its job instead of being used.
 """
 
 from __future__ import annotations
 
 import os
+import stat
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,19 +24,44 @@ from typing import Any
 from urllib.parse import quote, unquote, urlparse
 
 from raybatch.errors import ConfigError, InvalidSource
+from raybatch.ids import sha256_bytes
 from raybatch.objects.minio import MinioObjectStore
 from raybatch.settings import StoreSettings
 
 SOURCE_SUFFIXES = frozenset({".pdf", ".jpg", ".jpeg", ".png", ".tif", ".tiff"})
 
+# Why a source's bytes were not used: the first word of the InvalidSource message.
+LINKED = "linked"
+NOT_A_FILE = "not-a-file"
+UNREADABLE = "unreadable"
+CHANGED = "changed"
+
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One input file: where to read it, the name the user gave it, its size."""
+    """One input file: where to read it, the name the user gave it (as safe text), its size."""
 
     uri: str
     name: str
     size: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", safe_name(self.name))
+
+
+def safe_name(raw: str) -> str:
+    """A file name as text every database, log line and metadata value accepts: bytes that are not
+    UTF-8 (kept by the OS decoding as surrogates) and control or format characters are written as
+    backslash escapes (``caf\\xe9.pdf``, ``a\\nb.pdf``); any other name is returned unchanged."""
+    try:
+        text = raw.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that no file system decoding made
+        text = raw.encode("utf-8", "backslashreplace").decode("utf-8")
+    return "".join(_escaped(ch) if unicodedata.category(ch)[0] == "C" else ch for ch in text)
+
+
+def _escaped(ch: str) -> str:
+    return ch.encode("unicode_escape").decode("ascii")
 
 
 @dataclass(frozen=True)
@@ -65,7 +97,7 @@ def iter_sources(
         return _kept([_local_file(path)], on_skip)
     if not path.is_dir():
         raise ConfigError(f"source {source!r} is neither a folder, a file nor an s3:// prefix")
-    return _kept((_local_file(p) for p in _walk(path)), on_skip)
+    return _kept((_folder_file(path, p) for p in _walk(path)), on_skip)
 
 
 def _kept(files: Iterable[SourceFile], on_skip: Callable[[str], None]) -> Iterator[SourceFile]:
@@ -78,29 +110,62 @@ def _kept(files: Iterable[SourceFile], on_skip: Callable[[str], None]) -> Iterat
 
 def _walk(folder: Path) -> Iterator[Path]:
     """Files under ``folder`` in path order (as ``sorted(rglob)`` would give), hidden ones left out,
-    one directory in memory at a time."""
-    entries = sorted(folder.iterdir(), key=lambda p: p.name + ("/" if p.is_dir() else ""))
+    one directory in memory at a time. Linked folders are not entered (as rglob does not); linked
+    files are checked by _folder_file."""
+    entries = sorted(folder.iterdir(), key=lambda p: p.name + ("/" if _is_folder(p) else ""))
     for entry in entries:
         if entry.name.startswith("."):
             continue
-        if entry.is_dir():
+        if _is_folder(entry):
             yield from _walk(entry)
         elif entry.is_file():
             yield entry
 
 
-def read_source(uri: str, settings: StoreSettings) -> bytes:
-    """The bytes of a source file; InvalidSource when it is gone or unreadable."""
+def _is_folder(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def read_source(uri: str, settings: StoreSettings, *, sha256: str | None = None) -> bytes:
+    """The bytes of a source file; InvalidSource when it is gone, unreadable, a link, not a regular
+    file, or (``sha256`` given) no longer the file that was registered."""
     parsed = urlparse(uri)
     if parsed.scheme == "file":
-        path = Path(unquote(parsed.path))
+        data = _read_local(Path(unquote(parsed.path, errors="surrogateescape")))
+    elif parsed.scheme == "s3":
+        data = _source_store(parsed.netloc, settings).read_source_object(unquote(parsed.path.lstrip("/")))
+    else:
+        raise ConfigError(f"unsupported source URI scheme {parsed.scheme!r}")
+    if sha256 is not None and sha256_bytes(data) != sha256:
+        raise InvalidSource(
+            f"{CHANGED}: the file's bytes are no longer those registered (sha256 {sha256[:12]}...); "
+            "register it again to process the new file"
+        )
+    return data
+
+
+def _read_local(path: Path) -> bytes:
+    """Read a regular file without following a link and without blocking on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if path.is_symlink():
+            raise InvalidSource(
+                f"{LINKED}: the file is a symbolic link leading out of its source folder; "
+                "links are not followed"
+            ) from exc
+        raise InvalidSource(f"{UNREADABLE}: cannot read source file: {_why(exc)}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise InvalidSource(f"{NOT_A_FILE}: the source is not a regular file")
         try:
-            return path.read_bytes()
+            return handle.read()
         except OSError as exc:
-            raise InvalidSource(f"cannot read source file: {exc.strerror or type(exc).__name__}") from exc
-    if parsed.scheme == "s3":
-        return _source_store(parsed.netloc, settings).read_source_object(unquote(parsed.path.lstrip("/")))
-    raise ConfigError(f"unsupported source URI scheme {parsed.scheme!r}")
+            raise InvalidSource(f"{UNREADABLE}: cannot read source file: {_why(exc)}") from exc
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
 
 
 def _local_file(path: Path) -> SourceFile:
@@ -108,6 +173,17 @@ def _local_file(path: Path) -> SourceFile:
     if not resolved.is_file():
         raise ConfigError(f"source file {str(path)!r} does not exist")
     return SourceFile(uri=resolved.as_uri(), name=path.name, size=resolved.stat().st_size)
+
+
+def _folder_file(root: Path, path: Path) -> SourceFile:
+    """A file found in a folder; a link is replaced by its target only when that stays inside."""
+    base = root.resolve()
+    target = path.resolve()
+    if target.is_relative_to(base) and target.is_file():
+        return SourceFile(uri=target.as_uri(), name=path.name, size=target.stat().st_size)
+    # A link leading out keeps its own path: reading it refuses the link (see _read_local).
+    own = base / path.relative_to(root)
+    return SourceFile(uri=own.as_uri(), name=path.name, size=own.lstat().st_size)
 
 
 def _s3_files(source: str, settings: StoreSettings, page_size: int) -> Iterator[SourceFile]:

@@ -11,88 +11,86 @@ from typing import Any
 import ray
 
 from raybatch.actors.prepare import ChunkPreparer, ChunkSummary, PreparedChunk, memory_estimate
-from raybatch.models import JobRecord
+from raybatch.models import CachedPage, JobRecord
 from raybatch.ocr import open_ocr
+from raybatch.ocr.cache import CarriedPageTexts, PageTextLookup
 from raybatch.register import Inspection, inspect_source
-from raybatch.settings import (
-    ClaudeSettings,
-    OcrSettings,
-    PrepareSettings,
-    Settings,
-    StateSettings,
-    StoreSettings,
-)
+from raybatch.settings import OcrEngineName, PrepareTaskSettings, Settings, StoreSettings
 from raybatch.sources import SourceFile, read_source
-from raybatch.state import SqlStateStore, open_state
 from raybatch.steps.chunk import ChunkPlan
 
 
-def _preparer(settings: Settings) -> tuple[ChunkPreparer, SqlStateStore]:
+def _preparer(settings: PrepareTaskSettings) -> ChunkPreparer:
     """One preparer per worker process: the OCR engine's models load once."""
-    key = settings.model_dump_json(include={"database_url", "ocr_engine", "vision_endpoint", "claude_model"})
+    key = settings.model_dump_json()
     cached = _WORKER_CACHE.get(key)
     if cached is None:
-        state = open_state(settings.section(StateSettings))
         # One thread: a prepare task holds 1/OCR_WORKERS of a CPU; parallelism comes from tasks.
-        ocr = open_ocr(settings.section(OcrSettings), threads=1)
-        preparer = ChunkPreparer(
-            settings.section(PrepareSettings),
-            settings.section(ClaudeSettings),
-            settings.section(OcrSettings),
-            ocr,
-            cache=state,
-        )
-        cached = _WORKER_CACHE[key] = (preparer, state)
+        ocr = open_ocr(settings.ocr, threads=1)
+        cached = _WORKER_CACHE[key] = ChunkPreparer(settings.prepare, settings.request, settings.ocr, ocr)
     return cached
 
 
-_WORKER_CACHE: dict[str, tuple[ChunkPreparer, SqlStateStore]] = {}
+_WORKER_CACHE: dict[str, ChunkPreparer] = {}
 
 
 @ray.remote(max_retries=0)
-def inspect_file(settings: Settings, source: SourceFile) -> Inspection:
+def inspect_file(store: StoreSettings, max_page_pixels: int, source: SourceFile) -> Inspection:
     """Read, hash and open one file; no bytes come back. Not retried: a file that crashed its
-    reader would crash the next one too."""
-    return inspect_source(source, settings.section(StoreSettings), settings.max_page_pixels)
+    reader would crash the next one too. It gets the store's section only (no API key or
+    database URL): what it finds is recorded by the driver."""
+    return inspect_source(source, store, max_page_pixels)
 
 
 class RayInspector:
     """Starts one registration task per file."""
 
     def __init__(self, settings: Settings) -> None:
-        self._settings = ray.put(settings)
+        self._store = ray.put(settings.section(StoreSettings))
+        self._max_page_pixels = settings.max_page_pixels
         self._cpus = 1.0 / settings.ocr_workers
 
     def inspect(self, source: SourceFile) -> Any:
         name = f"register {source.name[:80]}"
-        return inspect_file.options(name=name, num_cpus=self._cpus).remote(self._settings, source)
+        task = inspect_file.options(name=name, num_cpus=self._cpus)
+        return task.remote(self._store, self._max_page_pixels, source)
 
 
 @ray.remote(max_retries=2)
-def load_source(settings: Settings, uri: str) -> bytes:
-    """Read a source's bytes into the object store, once per job."""
-    return read_source(uri, settings.section(StoreSettings))
+def load_source(store: StoreSettings, uri: str, sha256: str) -> bytes:
+    """Read a source's bytes into the object store, once per job, checked against its sha256
+    (S3 sources need the store's keys)."""
+    return read_source(uri, store, sha256=sha256)
 
 
 @ray.remote(max_retries=2, retry_exceptions=False)
 def prepare_chunk(
-    settings: Settings, job: JobRecord, plan: ChunkPlan, data: bytes
+    settings: PrepareTaskSettings,
+    job: JobRecord,
+    plan: ChunkPlan,
+    data: bytes,
+    known: tuple[CachedPage, ...],
 ) -> tuple[ChunkSummary, PreparedChunk]:
-    """Render, read and package one chunk."""
-    preparer, _ = _preparer(settings)
-    chunk = preparer.prepare(job, plan, data)
-    return chunk.summary(), chunk
+    """Render, read and package one chunk; ``known`` OCR reads are reused, new ones come back."""
+    cache = CarriedPageTexts(known)
+    chunk = _preparer(settings).prepare(job, plan, data, cache=cache)
+    return chunk.summary(cache.added), chunk
 
 
 class RayPrepareTasks:
     """Launches the prepare stage's tasks with readable names and honest memory requests."""
 
-    def __init__(self, settings: Settings) -> None:
-        self._settings = ray.put(settings)
+    def __init__(self, settings: Settings, cache: PageTextLookup | None = None) -> None:
+        # Each task gets only what it uses: no API key or database URL; the store's keys only
+        # where sources are read. The OCR cache is read and written here, on the driver.
+        self._settings = ray.put(settings.for_prepare_tasks())
+        self._store = ray.put(settings.section(StoreSettings))
+        self._cache = cache if settings.ocr_engine is not OcrEngineName.NONE else None
         self._cpus = 1.0 / settings.ocr_workers
 
     def load(self, job: JobRecord) -> Any:
-        return load_source.options(name=f"load job_{job.id}").remote(self._settings, job.source_uri)
+        task = load_source.options(name=f"load job_{job.id}")
+        return task.remote(self._store, job.source_uri, job.sha256)
 
     def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
         options = {
@@ -101,6 +99,7 @@ class RayPrepareTasks:
             "num_cpus": self._cpus,
             "num_returns": 2,
         }
-        refs: Any = prepare_chunk.options(**options).remote(self._settings, job, plan, source)
+        known = tuple(self._cache.cached_page_texts(job.sha256, plan.pages)) if self._cache else ()
+        refs: Any = prepare_chunk.options(**options).remote(self._settings, job, plan, source, known)
         summary, payload = refs  # num_returns=2: one ref each
         return summary, payload

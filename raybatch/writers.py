@@ -12,28 +12,21 @@ from raybatch.errors import ConfigError
 from raybatch.metrics import Metrics
 from raybatch.models import Lease
 from raybatch.objects import open_store
-from raybatch.settings import (
-    ClaudeSettings,
-    PrepareSettings,
-    Settings,
-    StateSettings,
-    StoreSettings,
-    WriterSettings,
-)
+from raybatch.settings import Settings, WriterActorSettings, WriterSettings
 from raybatch.state import open_state
 
 
 class WriterActor:
     """A ResultWriter as a Ray actor holding its share of the writers' memory resource."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: WriterActorSettings) -> None:
         self._writer = ResultWriter(
-            open_state(settings.section(StateSettings)),
-            open_store(settings.section(StoreSettings)),
-            sources=settings.section(StoreSettings),
-            prepare=settings.section(PrepareSettings),
-            claude=settings.section(ClaudeSettings),
-            lease_seconds=settings.lease_seconds,
+            open_state(settings.state),
+            open_store(settings.store),
+            sources=settings.store,
+            prepare=settings.prepare,
+            claude=settings.request,
+            lease_seconds=settings.state.lease_seconds,
             metrics=Metrics(),
         )
 
@@ -55,6 +48,6 @@ def start_writers(settings: Settings, run_id: str) -> list[Any]:
             num_cpus=0,
             max_restarts=-1,
             max_task_retries=0,
-        ).remote(settings)
+        ).remote(settings.for_writers())
         for i in range(writers.result_workers)
     ]

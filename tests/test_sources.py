@@ -1,14 +1,17 @@
-"""Sources: folders, lists of paths and S3 prefixes list and read back the same bytes."""
+"""Sources: folders, lists of paths and S3 prefixes list and read back the same bytes, or refuse
+with a reason: links out of the folder, non-regular files, bytes that changed since registration."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from raybatch.errors import ConfigError, InvalidSource
+from raybatch.ids import sha256_bytes
 from raybatch.settings import StoreSettings
-from raybatch.sources import list_sources, read_source
+from raybatch.sources import list_sources, read_source, safe_name
 
 
 def test_folder_lists_pdfs_and_images_and_skips_the_rest(tmp_path: Path) -> None:
@@ -88,3 +91,87 @@ def test_s3_listing_pages_on_a_real_server(s3_server) -> None:
     files = iter_sources(f"s3://{bucket}/in/", settings, on_skip=skipped.append, page_size=10)
     assert [f.name for f in files] == [f"{n:02d}.pdf" for n in range(25)]
     assert skipped == ["readme.txt"]
+
+
+def test_a_link_out_of_the_folder_is_listed_but_never_read(tmp_path: Path) -> None:
+    root, outside = tmp_path / "in", tmp_path / "private"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.pdf").write_bytes(b"%PDF secret")
+    (root / "own.pdf").write_bytes(b"%PDF own")
+    (root / "out.pdf").symlink_to(outside / "secret.pdf")
+    (root / "alias.pdf").symlink_to(root / "own.pdf")
+    (root / "sub" / "folder").symlink_to(outside, target_is_directory=True)
+    listing = list_sources(str(root), StoreSettings())
+    by_name = {f.name: f for f in listing.files}
+    assert sorted(by_name) == ["alias.pdf", "out.pdf", "own.pdf"]  # a linked folder is not entered
+    assert read_source(by_name["alias.pdf"].uri, StoreSettings()) == b"%PDF own"  # stays inside
+    with pytest.raises(InvalidSource, match=r"^linked: .*links are not followed"):
+        read_source(by_name["out.pdf"].uri, StoreSettings())
+
+
+def test_a_file_replaced_by_a_link_after_listing_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "secret.pdf").write_bytes(b"%PDF secret")
+    path = tmp_path / "a.pdf"
+    path.write_bytes(b"%PDF a")
+    [source] = list_sources([str(path)], StoreSettings()).files
+    path.unlink()
+    path.symlink_to(tmp_path / "secret.pdf")
+    with pytest.raises(InvalidSource, match=r"^linked: "):
+        read_source(source.uri, StoreSettings())
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.pdf"
+    os.mkfifo(fifo)
+    assert list_sources(str(tmp_path), StoreSettings()).files == []
+    with pytest.raises(InvalidSource, match=r"^not-a-file: "):
+        read_source(fifo.as_uri(), StoreSettings())
+
+
+def test_bytes_read_again_are_checked_against_the_registered_sha256(tmp_path: Path) -> None:
+    path = tmp_path / "a.pdf"
+    path.write_bytes(b"%PDF first")
+    uri = path.as_uri()
+    assert read_source(uri, StoreSettings(), sha256=sha256_bytes(b"%PDF first")) == b"%PDF first"
+    path.write_bytes(b"%PDF other")  # same size, other bytes
+    with pytest.raises(InvalidSource, match=r"^changed: the file's bytes are no longer those registered"):
+        read_source(uri, StoreSettings(), sha256=sha256_bytes(b"%PDF first"))
+
+
+def test_s3_sources_are_checked_by_sha256_too(s3_server) -> None:
+    bucket = s3_server.new_bucket()
+    client = s3_server.client()
+    import io
+
+    client.put_object(bucket, "in/a.pdf", io.BytesIO(b"%PDF-1"), 6)
+    settings = s3_server.store_settings(bucket)
+    [source] = list_sources(f"s3://{bucket}/in/", settings).files
+    client.put_object(bucket, "in/a.pdf", io.BytesIO(b"%PDF-2"), 6)
+    with pytest.raises(InvalidSource, match=r"^changed: "):
+        read_source(source.uri, settings, sha256=sha256_bytes(b"%PDF-1"))
+
+
+NAMES = {
+    b"caf\xe9 latin-1.pdf": "caf\\xe9 latin-1.pdf",
+    b"two\nlines.pdf": "two\\nlines.pdf",
+    "Договор №7 \u202eexe.pdf".encode(): "Договор №7 \\u202eexe.pdf",
+    b"x" * 251 + b".pdf": "x" * 251 + ".pdf",
+}
+
+
+def test_any_file_name_is_listed_as_safe_text_and_read_back(tmp_path: Path) -> None:
+    for i, raw in enumerate(NAMES):
+        with open(os.path.join(os.fsencode(tmp_path), raw), "wb") as handle:
+            handle.write(b"%%PDF %d" % i)
+    listing = list_sources(str(tmp_path), StoreSettings())
+    assert sorted(f.name for f in listing.files) == sorted(NAMES.values())
+    for source in listing.files:
+        source.name.encode("utf-8")  # plain text: any database, log line or metadata value takes it
+        raw = next(r for r, shown in NAMES.items() if shown == source.name)
+        assert read_source(source.uri, StoreSettings()) == b"%%PDF %d" % list(NAMES).index(raw)
+
+
+def test_safe_name_leaves_ordinary_names_alone() -> None:
+    assert safe_name("счёт #1 (copy).PDF") == "счёт #1 (copy).PDF"
+    assert safe_name(os.fsdecode(b"a\xff.pdf")) == "a\\xff.pdf"

@@ -1,44 +1,56 @@
 """BatchCoordinator: the one stateful async actor between prepared chunks and filed answers.
 
-One loop alternates two phases (seed 000): *submit* packs the prepared requests of up to BATCH_SIZE
+One loop alternates two phases: *submit* packs the prepared requests of up to BATCH_SIZE
 jobs into batches and creates them; *poll* looks at every batch the DB says is in flight, writes
 progress to its jobs and, once a batch has ended, files its results by custom_id. Urgent jobs skip
 batching and go through synchronous calls. The pause flag skips both phases. Everything that blocks
 (SDK, database) runs on the actor's own thread pool, never on the event loop. The DB is the truth:
 a restarted coordinator reattaches every batch in flight; prepared payloads are the only cache, and
 the driver re-offers them.
+
+Recovery is a sweep, run at start and every SWEEP_INTERVAL: intents never attached are adopted or
+dropped, chunks held by no live batch or call go again, and jobs whose status lags their chunks
+are settled. So every window a crash or a database error can open closes by itself.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from raybatch.actors.batch_create import BatchCreator
+from raybatch.actors.batch_poll import BatchPolls
 from raybatch.actors.filing import ResultFiler
+from raybatch.actors.sync_calls import SYNC_BATCH, SyncCalls
 from raybatch.claude.batch_client import AnthropicBatchClient
-from raybatch.claude.poller import poll_backoff, poll_once
-from raybatch.claude.records import BatchState, PreparedRequest
+from raybatch.claude.poller import poll_backoff
+from raybatch.claude.records import PreparedRequest
 from raybatch.claude.sync_client import AnthropicMessageClient
-from raybatch.errors import BatchFailed, PermanentError, SpendLimitReached, TransientError, error_class
+from raybatch.errors import (
+    AuthenticationFailed,
+    InvalidRequest,
+    OutagePastBudget,
+    PermanentError,
+    SpendLimitReached,
+    TransientError,
+    error_class,
+)
 from raybatch.metrics import Metrics
 from raybatch.models import BatchStatus, ChunkStatus, JobStatus
 from raybatch.settings import ClaudeSettings
 from raybatch.state.port import BatchRecord, StateStore
-from raybatch.steps.pack import pack
+from raybatch.steps.pack import ENVELOPE_BYTES, pack
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-SYNC_BATCH = "sync"  # the batch id chunks carry while a synchronous call is under way
-PARK_SECONDS = 600.0  # how long work waits after the account's spend limit was reached
-RESULT_READS = 5  # tries to read one batch's results when the stream is cut
+__all__ = ["SYNC_BATCH", "BatchCoordinator", "CoordinatorSnapshot", "Offer"]
+
 RESOLVE_SECONDS = 120.0  # a prepared payload not readable by then is treated as lost
 
 
@@ -63,6 +75,7 @@ class CoordinatorSnapshot:
     paused: bool
     parked: bool
     running: bool
+    stopped: str | None = None  # why no work can be sent at all (credentials rejected)
 
 
 class BatchCoordinator:
@@ -94,9 +107,25 @@ class BatchCoordinator:
         self._first_offer_at: float | None = None
         self._flush = False
         self._parked_until = 0.0
-        self._sync_tasks: set[asyncio.Task[None]] = set()
+        self._stopped: str | None = None
+        self._sync = SyncCalls(
+            state,
+            self._messages,
+            self._filer,
+            io=self._io,
+            settle=self._settle,
+            on_permanent=self._fail_jobs,
+            on_parked=self._park,
+        )
+        self._polls = BatchPolls(
+            state, self._batches, self._filer, io=self._io, settle=self._settle, metrics=self._metrics
+        )
+        self._creator = BatchCreator(
+            state, self._batches, io=self._io, outage_budget=claude.outage_budget, metrics=self._metrics
+        )
         self._loop_task: asyncio.Task[None] | None = None
         self._recovered = False
+        self._next_sweep = 0.0
         self._delays = poll_backoff(claude.poll_interval).delays()
 
     # --- what the driver calls ------------------------------------------------------------
@@ -129,10 +158,11 @@ class BatchCoordinator:
             offered_jobs=len(self._offers),
             pending_bytes=sum(o.request_bytes for o in self._offers.values() if o.job_id in waiting),
             active_batches=len(active),
-            sync_in_flight=len(self._sync_tasks),
+            sync_in_flight=len(self._sync.tasks),
             paused=paused,
             parked=self._monotonic() < self._parked_until,
             running=self._loop_task is not None and not self._loop_task.done(),
+            stopped=self._stopped,
         )
 
     async def stop(self) -> None:
@@ -140,8 +170,12 @@ class BatchCoordinator:
         if self._loop_task is not None:
             self._loop_task.cancel()
             await asyncio.gather(self._loop_task, return_exceptions=True)
-        await asyncio.gather(*self._sync_tasks, return_exceptions=True)
+        await asyncio.gather(*self._sync.tasks, return_exceptions=True)
         self._pool.shutdown(wait=False)
+
+    @property
+    def _sync_tasks(self) -> set[asyncio.Task[None]]:
+        return self._sync.tasks
 
     # --- the loop -------------------------------------------------------------------------
     def _ensure_running(self) -> None:
@@ -162,47 +196,71 @@ class BatchCoordinator:
             await asyncio.sleep(0.2 if busy else next(self._delays))
 
     async def step(self) -> bool:
-        """One pass: recover once, then submit and poll unless paused. True when work moved."""
+        """One pass: sweep when due, then submit and poll unless paused. True when work moved."""
         if not self._recovered:
-            await self._recover()
+            await self._sweep()
+            self._recovered = True
         if await self._io(self._state.is_paused):
             return False
+        if self._monotonic() >= self._next_sweep:
+            await self._sweep()
+        await self._sync.file_pending()
         submitted = await self._submit_phase()
-        polled = await self._poll_phase()
+        polled = await self._polls.poll()
         if submitted or polled:
             self._delays = poll_backoff(self._claude.poll_interval).delays()
         return submitted
 
     # --- recovery -------------------------------------------------------------------------
-    async def _recover(self) -> None:
-        """Reattach what the DB says is in flight: intents without a batch, sync calls cut short."""
+    async def _sweep(self) -> None:
+        """Close every window a crash or an error left open; the DB says what is in flight.
+
+        Each part stands alone: one that fails (the API or the database away) is logged and
+        tried again at the next sweep, and never holds up the others or the pass.
+        """
+        self._next_sweep = self._monotonic() + self._claude.sweep_interval
+        await self._guarded("recording created batches", self._creator.record_created())
         for record in await self._io(self._state.active_batches):
             if record.status is BatchStatus.CREATING:
-                await self._reconcile_intent(record)
-        released = await self._io(self._state.release_chunks, SYNC_BATCH)
-        if released:
-            log.info("recovery: %d synchronous requests cut short go again", released)
-        self._recovered = True
+                await self._guarded(f"reconciling intent {record.id}", self._reconcile(record))
+        await self._guarded("releasing requests nothing holds", self._release_unheld())
+        await self._guarded("settling jobs", self._settle_lagging())
 
-    async def _reconcile_intent(self, record: BatchRecord) -> None:
-        """An intent recorded but never attached: adopt the batch if the API has it, else drop it."""
-        known = await self._io(self._known_batch_ids)
-        found = await self._io(self._batches.find_created, record.request_count, record.created_at, known)
-        if found is None:
-            await self._io(self._state.mark_batch_lost, record.id)
-            log.info("recovery: batch intent %d was never created", record.id)
-            return
-        await self._attach(record.id, found)
-        log.info("recovery: batch intent %d adopted as %s", record.id, found.id)
+    async def _guarded(self, what: str, work: Awaitable[None]) -> None:
+        try:
+            await work
+        except Exception as exc:
+            log.warning("recovery: %s failed, will try again: %s", what, exc)
 
-    def _known_batch_ids(self) -> set[str]:
-        return self._state.known_batch_ids()
+    async def _reconcile(self, record: BatchRecord) -> None:
+        if await self._creator.reconcile(record):
+            await self._settle(set(await self._io(self._state.batch_jobs, record.id)))
+
+    async def _release_unheld(self) -> None:
+        """Sync calls no task runs any more go back to prepared; chunks of batches no longer in
+        flight go again."""
+        cut_short = sorted(set(await self._io(self._state.submitted_chunk_ids, SYNC_BATCH)) - self._sync.live)
+        if cut_short:
+            await self._io(self._state.release_chunks, SYNC_BATCH, cut_short)
+            log.info("recovery: %d synchronous requests cut short go again", len(cut_short))
+        stranded = await self._io(self._state.release_stranded_chunks, [SYNC_BATCH])
+        if stranded:
+            log.info("recovery: %d requests of batches no longer in flight go again", stranded)
+
+    async def _settle_lagging(self) -> None:
+        unsettled = await self._io(self._state.unsettled_jobs)
+        if unsettled:
+            log.info("recovery: settling jobs %s", unsettled[:20])
+            await self._settle(set(unsettled))
 
     # --- submit phase ---------------------------------------------------------------------
     async def _submit_phase(self) -> bool:
         if self._monotonic() < self._parked_until:
             return False
         offers = await self._ready_offers()
+        if offers and self._stopped is not None:
+            await self._fail_jobs({o.job_id for o in offers}, AuthenticationFailed(self._stopped))
+            return True
         if not offers or not self._due(offers):
             return False
         requests = await self._requests_for(offers)
@@ -210,7 +268,7 @@ class BatchCoordinator:
         sync = [r for r in requests if r.job_id in sync_ids]
         batch = [r for r in requests if r.job_id not in sync_ids]
         if sync:
-            await self._start_sync(sync)
+            await self._sync.start(sync)
             self._metrics.sync_sent(len(sync))
         if batch:
             await self._submit_batches(batch)
@@ -242,9 +300,14 @@ class BatchCoordinator:
         to be prepared again instead of blocking the pass.
         """
         requests: list[PreparedRequest] = []
+        creating = await self._io(self._state.intent_chunk_ids)  # may be in a batch already
         for offer in offers:
             chunks = await self._io(self._state.get_chunks, offer.job_id)
-            owed = [c.n for c in chunks if c.status in (ChunkStatus.PREPARED, ChunkStatus.RETRY)]
+            owed = [
+                c.n
+                for c in chunks
+                if c.status in (ChunkStatus.PREPARED, ChunkStatus.RETRY) and c.custom_id not in creating
+            ]
             try:
                 resolved = [
                     await asyncio.wait_for(self._resolve(offer.chunks[n]), RESOLVE_SECONDS) for n in owed
@@ -259,130 +322,34 @@ class BatchCoordinator:
 
     async def _submit_batches(self, requests: Sequence[PreparedRequest]) -> None:
         max_bytes = self._claude.batch_max_mb * 1_000_000
-        groups = pack(requests, max_bytes=max_bytes, max_requests=self._claude.batch_max_requests)
+        too_large = [r for r in requests if ENVELOPE_BYTES + r.encoded_size > max_bytes]
+        for request in too_large:
+            reason = (
+                f"chunk {request.n} is {request.encoded_size / 1e6:.1f} MB as a request: "
+                f"larger than a batch may be (BATCH_MAX_MB={self._claude.batch_max_mb})"
+            )
+            await self._fail_jobs({request.job_id}, InvalidRequest(reason))
+        refused = {r.job_id for r in too_large}
+        fitting = [r for r in requests if r.job_id not in refused]
+        groups = pack(fitting, max_bytes=max_bytes, max_requests=self._claude.batch_max_requests)
         for group in groups:
             try:
-                await self._create_batch(group)
+                await self._creator.create(group)
             except SpendLimitReached:
-                self._park()
+                self._park("spend limit reached")
+                return
+            except OutagePastBudget as exc:
+                self._park(f"the API is unavailable: {exc}")
                 return
             except PermanentError as exc:
                 await self._fail_jobs({r.job_id for r in group}, exc)
             except TransientError as exc:
-                log.warning("batch create failed, the jobs wait for the next pass: %s", exc)
+                log.warning("batch create interrupted, the sweep reconciles it: %s", exc)
 
-    async def _create_batch(self, group: Sequence[PreparedRequest]) -> None:
-        custom_ids = [r.custom_id for r in group]
-        size = sum(r.encoded_size for r in group)
-        intent_id = await self._io(self._state.record_batch_intent, custom_ids, size)
-        intent = await self._io(self._state.get_batch, intent_id)
-        known = await self._io(self._known_batch_ids)
-        try:
-            batch = await self._io(
-                self._batches.create_reconciled, group, created_after=intent.created_at, known_ids=known
-            )
-        except BaseException:
-            await self._io(self._state.mark_batch_lost, intent_id)
-            raise
-        await self._attach(intent_id, batch)
-        self._metrics.batch_created(len(group), size)
-        log.info("batch %s created: %d requests, %.1f MB", batch.id, len(group), size / 1e6)
-
-    async def _attach(self, intent_id: int, batch: BatchState) -> None:
-        """Record the created batch; its chunks become submitted in the same transaction."""
-        raw = json.dumps(dict(batch.raw), default=str)
-        await self._io(self._state.attach_batch, intent_id, batch.id, BatchStatus.IN_PROGRESS, raw)
-
-    # --- synchronous (urgent) jobs --------------------------------------------------------
-    async def _start_sync(self, requests: Sequence[PreparedRequest]) -> None:
-        await self._io(self._state.mark_chunks_submitted, [r.custom_id for r in requests], SYNC_BATCH)
-        task = asyncio.get_running_loop().create_task(self._run_sync(list(requests)))
-        self._sync_tasks.add(task)
-        task.add_done_callback(self._sync_tasks.discard)
-
-    async def _run_sync(self, requests: list[PreparedRequest]) -> None:
-        try:
-            outcome = await self._io(self._messages.send, requests)
-        except PermanentError as exc:
-            await self._io(self._state.release_chunks, SYNC_BATCH, [r.custom_id for r in requests])
-            await self._fail_jobs({r.job_id for r in requests}, exc)
-            return
-        if outcome.parked:  # never sent: back to prepared, no try counted
-            await self._io(self._state.release_chunks, SYNC_BATCH, outcome.parked)
-            self._park()
-        sent = [r.custom_id for r in requests if r.custom_id not in set(outcome.parked)]
-        await self._io(self._filer.file, SYNC_BATCH, sent, outcome.results)
-        await self._settle({r.job_id for r in requests})
-
-    def _park(self) -> None:
-        log.warning("spend limit reached: new work parked for %.0f s", PARK_SECONDS)
-        self._parked_until = self._monotonic() + PARK_SECONDS
-
-    # --- poll phase -----------------------------------------------------------------------
-    async def _poll_phase(self) -> bool:
-        moved = False
-        active = await self._io(self._state.active_batches)
-        self._metrics.batches_in_flight(len(active))
-        for record in active:
-            if record.anthropic_id is None or record.status is BatchStatus.CREATING:
-                continue
-            moved = await self._poll_batch(record) or moved
-        return moved
-
-    async def _poll_batch(self, record: BatchRecord) -> bool:
-        assert record.anthropic_id is not None
-        age = (datetime.now(UTC) - _aware(record.created_at)).total_seconds()
-        try:
-            state = await self._io(poll_once, self._batches, record.anthropic_id, age=age)
-        except BatchFailed as exc:
-            await self._lose_batch(record, exc)
-            return True
-        except TransientError as exc:
-            log.warning("poll of %s failed, will poll again: %s", record.anthropic_id, exc)
-            return False
-        if state is None:
-            return False
-        jobs = await self._io(self._state.batch_jobs, record.id)
-        await self._io(self._state.set_progress, {job: round(100 * state.done_fraction, 1) for job in jobs})
-        if state.status is not BatchStatus.ENDED:
-            await self._io(self._state.update_batch, state.id, state.status, dict(state.counts), _raw(state))
-            return False
-        await self._collect(record, state)
-        return True
-
-    async def _collect(self, record: BatchRecord, state: BatchState) -> None:
-        """Read an ended batch's results, file each by custom_id, then settle its jobs."""
-        assert record.anthropic_id is not None
-        expected = await self._io(self._state.batch_chunks, record.id)
-        results = await self._io(self._read_results, record.anthropic_id)
-        await self._io(self._filer.file, record.anthropic_id, expected, results)
-        await self._io(self._state.update_batch, state.id, BatchStatus.ENDED, dict(state.counts), _raw(state))
-        self._metrics.batch_ended()
-        await self._settle(set(await self._io(self._state.batch_jobs, record.id)))
-
-    def _read_results(self, batch_id: str) -> list[Any]:
-        """Every result of a batch; a stream cut mid-way is read again, keeping what arrived."""
-        seen: dict[str, Any] = {}
-        for attempt in range(1, RESULT_READS + 1):
-            try:
-                with self._batches.results(batch_id) as stream:
-                    for result in stream:
-                        seen.setdefault(result.custom_id, result)
-                return list(seen.values())
-            except TransientError as exc:
-                if attempt == RESULT_READS:
-                    raise
-                log.warning("results of %s cut after %d; reading again: %s", batch_id, len(seen), exc)
-                time.sleep(min(2.0**attempt, 30.0))
-        return list(seen.values())
-
-    async def _lose_batch(self, record: BatchRecord, exc: Exception) -> None:
-        """A batch the API no longer knows: its chunks go again in a later batch."""
-        log.warning("batch %s lost: %s", record.anthropic_id, exc)
-        expected = await self._io(self._state.batch_chunks, record.id)
-        await self._io(self._filer.lose, record.anthropic_id or "", expected, error_class(exc), str(exc))
-        await self._io(self._state.mark_batch_lost, record.id)
-        await self._settle(set(await self._io(self._state.batch_jobs, record.id)))
+    def _park(self, reason: str) -> None:
+        seconds = self._claude.park_seconds
+        log.warning("%s: new work parked for %.0f s", reason, seconds)
+        self._parked_until = self._monotonic() + seconds
 
     # --- jobs after their chunks moved ----------------------------------------------------
     async def _settle(self, job_ids: set[int]) -> None:
@@ -393,6 +360,10 @@ class BatchCoordinator:
                 self._offers.pop(job_id, None)
 
     async def _fail_jobs(self, job_ids: set[int], exc: BaseException) -> None:
+        if isinstance(exc, AuthenticationFailed) and self._stopped is None:
+            self._stopped = f"Claude rejected the credentials; set ANTHROPIC_API_KEY and run again ({exc})"
+            log.error("%s", self._stopped)
+            exc = AuthenticationFailed(self._stopped)
         for job_id in sorted(job_ids):
             await self._io(self._state.fail_job, job_id, "claude", error_class(exc), str(exc))
             self._offers.pop(job_id, None)
@@ -405,11 +376,3 @@ class BatchCoordinator:
 
 async def _identity(value: Any) -> Any:
     return value
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _raw(state: BatchState) -> str:
-    return json.dumps(dict(state.raw), default=str)

@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from raybatch.claude.records import PreparedRequest
-from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, PageText, RenderedPage
+from raybatch.models import CachedPage, ChunkRecord, ChunkStatus, JobRecord, PageText, RenderedPage
 from raybatch.ocr.cache import CachedOcr, PageTextCache
 from raybatch.ocr.port import OcrEngine, PageImage
-from raybatch.settings import ClaudeSettings, OcrSettings, PrepareSettings
+from raybatch.settings import OcrSettings, PrepareSettings, RequestSettings
 from raybatch.steps.build_requests import build_request
 from raybatch.steps.chunk import ChunkPlan
 from raybatch.steps.render import (
@@ -58,18 +58,21 @@ class PreparedChunk:
             rotations=dict(self.rotations),
         )
 
-    def summary(self) -> ChunkSummary:
-        """What the driver needs to know, without the payload."""
-        return ChunkSummary(self.record(), len(self.pages_without_text), len(self.ocr_pages))
+    def summary(self, ocr_reads: Sequence[CachedPage] = ()) -> ChunkSummary:
+        """What the driver needs to know, without the payload; ``ocr_reads`` go to its cache."""
+        return ChunkSummary(
+            self.record(), len(self.pages_without_text), len(self.ocr_pages), tuple(ocr_reads)
+        )
 
 
 @dataclass(frozen=True)
 class ChunkSummary:
-    """A prepared chunk's row and page counts: small enough to return to the driver."""
+    """A prepared chunk's row, page counts and new OCR reads: small enough to return to the driver."""
 
     record: ChunkRecord
     pages_without_text: int
     ocr_pages: int
+    ocr_reads: tuple[CachedPage, ...] = ()
 
 
 def memory_estimate(size_bytes: int, pages: int) -> int:
@@ -83,7 +86,7 @@ class ChunkPreparer:
     def __init__(
         self,
         prepare: PrepareSettings,
-        claude: ClaudeSettings,
+        claude: RequestSettings,
         ocr_settings: OcrSettings,
         ocr: OcrEngine | None,
         cache: PageTextCache | None = None,
@@ -100,14 +103,17 @@ class ChunkPreparer:
             max_page_pixels=prepare.max_page_pixels,
         )
 
-    def prepare(self, job: JobRecord, plan: ChunkPlan, data: bytes) -> PreparedChunk:
-        """Render, read and package the chunk's pages."""
+    def prepare(
+        self, job: JobRecord, plan: ChunkPlan, data: bytes, cache: PageTextCache | None = None
+    ) -> PreparedChunk:
+        """Render, read and package the chunk's pages; ``cache`` stands in for the preparer's own."""
         with open_source(data, job.kind, max_page_pixels=self._prepare.max_page_pixels) as doc:
             texts = [text_layer(doc[p - 1]) for p in plan.pages]
             rasters = [
                 rasterize(doc[t.page - 1], self._options, for_ocr=self._reads(t)) for t in texts
             ]
-        texts, ocr_pages = self._read_missing(job.sha256, rasters, texts)
+        cache = cache if cache is not None else self._cache
+        texts, ocr_pages = self._read_missing(job.sha256, rasters, texts, cache)
         pages = [self._finish(raster, text) for raster, text in zip(rasters, texts, strict=True)]
         request = build_request(
             job.id,
@@ -131,13 +137,17 @@ class ChunkPreparer:
         return text.origin == "none" and self._ocr is not None
 
     def _read_missing(
-        self, sha256: str, rasters: Sequence[PageRaster], texts: list[PageText]
+        self,
+        sha256: str,
+        rasters: Sequence[PageRaster],
+        texts: list[PageText],
+        cache: PageTextCache | None,
     ) -> tuple[list[PageText], list[int]]:
         """OCR the pages whose text layer is not usable (cached per page), when an engine is set."""
         missing = [i for i, t in enumerate(texts) if t.origin == "none"]
         if not missing or self._ocr is None:
             return texts, []
-        engine: OcrEngine = self._ocr if self._cache is None else CachedOcr(self._ocr, self._cache, sha256)
+        engine: OcrEngine = self._ocr if cache is None else CachedOcr(self._ocr, cache, sha256)
         images = [PageImage(rasters[i].page, encode_png(rasters[i].image)) for i in missing]
         for i, read in zip(missing, engine.read(images), strict=True):
             texts[i] = read

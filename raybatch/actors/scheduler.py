@@ -17,7 +17,7 @@ import ray
 from ray.exceptions import RayError, RayTaskError
 
 from raybatch.actors.prepare import ChunkSummary
-from raybatch.errors import RaybatchError, error_class
+from raybatch.errors import RaybatchError, TransientError, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import ChunkStatus, JobRecord, JobStatus, Lease
 from raybatch.state.port import StateStore
@@ -216,6 +216,8 @@ class PrepareScheduler:
 
     def _chunk_done(self, job_id: int, n: int, summary: ChunkSummary, payload: Any) -> list[ReadyJob]:
         prep = self._jobs[job_id]
+        for read in summary.ocr_reads:  # the tasks hold no database access: their OCR is cached here
+            self._state.put_page_text(prep.job.sha256, read.engine, read.text)
         self._state.save_chunks(job_id, [summary.record])
         prep.payloads[n] = payload
         prep.request_bytes += summary.record.request_bytes
@@ -245,6 +247,11 @@ class PrepareScheduler:
             return
         cause = exc.cause if isinstance(exc, RayTaskError) and exc.cause is not None else exc
         name, message = error_class(cause), failure_reason(cause)
+        if isinstance(cause, TransientError):  # a database or storage blip: prepared again later
+            log.warning("job %d: %s while preparing; it goes back to pending", job_id, message)
+            self._state.transition(job_id, [JobStatus.PREPARING], JobStatus.PENDING)
+            self._drop(job_id)
+            return
         self._state.fail_job(job_id, "prepare", name, message, lease=prep.lease)
         log.warning("job %d (%s) failed while preparing: %s", job_id, prep.job.source_name, message)
         self._drop(job_id)

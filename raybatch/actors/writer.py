@@ -20,13 +20,13 @@ from threading import BoundedSemaphore
 
 import pymupdf
 
-from raybatch import ids
 from raybatch.claude.answer import PROMPT_VERSION, ChunkAnswer
-from raybatch.errors import InvalidSource, LeaseLost, PermanentError, TransientError, error_class
+from raybatch.errors import LeaseLost, PermanentError, TransientError, error_class
+from raybatch.ids import OutputKeys
 from raybatch.metrics import Metrics
 from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, JobStatus, Lease
 from raybatch.objects.port import ObjectStore
-from raybatch.settings import ClaudeSettings, PrepareSettings, StoreSettings
+from raybatch.settings import PrepareSettings, RequestSettings, StoreSettings
 from raybatch.sources import read_source
 from raybatch.state.port import StateStore
 from raybatch.steps.group import GroupIdentity, assign_groups, group_identity
@@ -86,7 +86,7 @@ class ResultWriter:
         *,
         sources: StoreSettings,
         prepare: PrepareSettings,
-        claude: ClaudeSettings,
+        claude: RequestSettings,
         lease_seconds: float = 300.0,
         metrics: Metrics | None = None,
     ) -> None:
@@ -97,6 +97,13 @@ class ResultWriter:
         self._claude = claude
         self._lease_seconds = lease_seconds
         self._metrics = metrics or Metrics()
+        self._output_keys: OutputKeys | None = None
+
+    def _keys(self) -> OutputKeys:
+        """This database's object keys (its id is read once)."""
+        if self._output_keys is None:
+            self._output_keys = OutputKeys(self._state.database_id())
+        return self._output_keys
 
     def write(self, lease: Lease) -> WriteReport:
         """Write one job held under ``lease``; failures end the job (permanent) or release it."""
@@ -129,8 +136,8 @@ class ResultWriter:
         records = self._group(records)
         self._state.upsert_documents(job.id, records)
         self._drop_stale_objects(job.id, len(records))
-        self._put_json(ids.manifest_key(job.id), self._manifest(job, records))
-        self._store.put(ids.documents_table_key(job.id), documents_table(records, job))
+        self._put_json(self._keys().manifest(job.id), self._manifest(job, records))
+        self._store.put(self._keys().documents_table_part(job.id), documents_table(records, job))
         self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0)
         self._metrics.documents_written(len(records))
         return len(records)
@@ -139,7 +146,7 @@ class ResultWriter:
         self, job: JobRecord, stitched: Sequence[StitchedDocument], rotations: Mapping[int, int]
     ) -> list[DocumentRecord]:
         """Slice, draw and upload every document; at most 1/2/4 built and not yet uploaded."""
-        data = read_source(job.source_uri, self._sources)
+        data = read_source(job.source_uri, self._sources, sha256=job.sha256)  # the file prepared
         at_once = documents_at_once(len(data))
         slots = BoundedSemaphore(at_once)
         with (
@@ -160,7 +167,8 @@ class ResultWriter:
         self, job: JobRecord, index: int, doc: StitchedDocument, pdf: bytes, thumb: bytes
     ) -> DocumentRecord:
         metadata = {"job-id": str(job.id), "document-index": str(index), "source-name": job.source_name}
-        pdf_key, thumb_key = ids.document_pdf_key(job.id, index), ids.document_thumb_key(job.id, index)
+        keys = self._keys()
+        pdf_key, thumb_key = keys.document_pdf(job.id, index), keys.document_thumb(job.id, index)
         self._store.put(pdf_key, pdf, content_type="application/pdf", metadata=metadata)
         self._store.put(thumb_key, thumb, content_type="image/webp", metadata=metadata)
         return DocumentRecord(
@@ -193,9 +201,10 @@ class ResultWriter:
 
     def _drop_stale_objects(self, job_id: int, count: int) -> None:
         """A rerun that found fewer documents leaves no objects of the old ones behind."""
-        keep = {ids.document_pdf_key(job_id, i) for i in range(count)}
-        keep |= {ids.document_thumb_key(job_id, i) for i in range(count)}
-        for key in list(self._store.list(f"{ids.job_prefix(job_id)}/documents/")):
+        keys = self._keys()
+        keep = {keys.document_pdf(job_id, i) for i in range(count)}
+        keep |= {keys.document_thumb(job_id, i) for i in range(count)}
+        for key in list(self._store.list(f"{keys.job_prefix(job_id)}/documents/")):
             if key not in keep:
                 self._store.delete(key)
 
@@ -219,11 +228,9 @@ def _known_groups(spellings: Sequence[tuple[str, str, str]]) -> Iterator[GroupId
 
 @contextmanager
 def _opened(data: bytes, job: JobRecord, max_page_pixels: int) -> Iterator[pymupdf.Document]:
-    """Open a source for slicing; InvalidSource when it is no longer the file that was prepared."""
+    """Open a source for slicing (its bytes already checked against the job's sha256)."""
     doc = open_source(data, job.kind, max_page_pixels=max_page_pixels)
     try:
-        if doc.page_count != job.pages:
-            raise InvalidSource(f"the source now has {doc.page_count} pages, not {job.pages}")
         yield doc
     finally:
         doc.close()

@@ -1,7 +1,8 @@
 """Message Batches through the real anthropic SDK, normalised into ``BatchState`` and ``RequestResult``.
 
 Create is never retried blindly: the SDK's own retries are off for it, and ``create_reconciled``
-retries by itself, first looking for the batch a lost response may already have made.
+retries by itself within a time budget, first looking for the batch a lost response may already
+have made.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import anthropic
 from raybatch.claude.records import BatchState, PreparedRequest, RequestResult
 from raybatch.claude.sdk_errors import sdk_errors
 from raybatch.errors import (
-    AttemptsExhausted,
     ConfigError,
     InvalidRequest,
+    OutagePastBudget,
     Overloaded,
     RateLimited,
     TransientError,
@@ -102,22 +103,25 @@ class AnthropicBatchClient:
         *,
         created_after: datetime,
         known_ids: Set[str],
-        attempts: int = 5,
+        budget: float = 60.0,
         backoff: Backoff = CREATE_BACKOFF,
         sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> BatchState:
-        """Create a batch exactly once, retrying transient failures.
+        """Create a batch exactly once, waiting out transient failures for ``budget`` seconds.
 
         After a failure that may hide a created batch (a lost response, a 5xx), it first lists the
         batches created since ``created_after`` (the intent's time, recorded before calling) and adopts
         the newest one with as many requests that is not in ``known_ids``, instead of creating again.
+        Past the budget it raises ``OutagePastBudget`` (transient): the caller parks the work and keeps the
+        intent, to be reconciled later, when a batch may have been made.
         """
         delays = backoff.delays()
+        deadline = monotonic() + budget
         maybe_created = False
-        failure: TransientError | None = None
-        for attempt in range(attempts):
-            if failure is not None:
-                sleep(max(next(delays), failure.retry_after or 0.0))
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 if maybe_created:
                     adopted = self.find_created(len(requests), created_after, known_ids)
@@ -126,14 +130,24 @@ class AnthropicBatchClient:
                     maybe_created = False
                 return self.create(requests)
             except TransientError as exc:
-                log.warning("create batch: attempt %d of %d failed: %s", attempt + 1, attempts, exc)
-                failure, maybe_created = exc, maybe_created or _may_have_created(exc)
-        adopted = self._last_look(len(requests), created_after, known_ids) if maybe_created else None
-        if adopted is None:
-            raise AttemptsExhausted(f"create batch failed {attempts} times: {failure}") from failure
-        return adopted
+                log.warning("create batch: attempt %d failed: %s", attempt, exc)
+                maybe_created = maybe_created or _may_have_created(exc)
+                wait = max(next(delays), exc.retry_after or 0.0)
+                if monotonic() + wait > deadline:
+                    adopted = self._last_look(len(requests), created_after, known_ids, maybe_created)
+                    if adopted is not None:
+                        return adopted
+                    raise OutagePastBudget(
+                        f"create batch: the API failed for {budget:.0f} s ({attempt} tries): {exc}",
+                        maybe_created=maybe_created,
+                    ) from exc
+                sleep(wait)
 
-    def _last_look(self, count: int, created_after: datetime, known_ids: Set[str]) -> BatchState | None:
+    def _last_look(
+        self, count: int, created_after: datetime, known_ids: Set[str], maybe_created: bool
+    ) -> BatchState | None:
+        if not maybe_created:
+            return None
         try:
             return self.find_created(count, created_after, known_ids)
         except TransientError:

@@ -134,7 +134,9 @@ class AnthropicMessageClient:
 
     def _create(self, request: PreparedRequest) -> Any:
         with sdk_errors(f"messages {request.custom_id}"):
-            return self._client.messages.create(**dict(request.params))
+            # The header names the chunk in our own logs and the emulator's answer counts.
+            headers = {"x-raybatch-custom-id": request.custom_id}
+            return self._client.messages.create(**dict(request.params), extra_headers=headers)
 
 
 def _errored(request: PreparedRequest, error_type: str, message: str) -> RequestResult:

@@ -1,12 +1,17 @@
-"""The per-page OCR cache: (source sha256, page, engine name incl. version) → PageText."""
+"""The per-page OCR cache: (source sha256, page, engine name incl. version) → PageText.
+
+Prepare tasks hold no database credentials, so the cache travels with them: the driver looks up
+what is known for a chunk's pages (``CarriedPageTexts``), the task adds what it reads, and the
+driver stores the additions when the task's summary comes back.
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from raybatch.models import PageText
+from raybatch.models import CachedPage, PageText
 from raybatch.ocr.port import OcrEngine, PageImage
 
 
@@ -16,6 +21,29 @@ class PageTextCache(Protocol):
     def get_page_text(self, sha256: str, page: int, engine: str) -> PageText | None: ...
 
     def put_page_text(self, sha256: str, engine: str, text: PageText) -> None: ...
+
+
+class PageTextLookup(Protocol):
+    """What the driver reads the cache through; ``SqlStateStore`` is one."""
+
+    def cached_page_texts(self, sha256: str, pages: Sequence[int]) -> list[CachedPage]: ...
+
+
+class CarriedPageTexts:
+    """The cache of one chunk of one source, carried into its prepare task and back."""
+
+    def __init__(self, known: Iterable[CachedPage] = ()) -> None:
+        self._known = {(p.text.page, p.engine): p.text for p in known}
+        self.added: list[CachedPage] = []
+
+    def get_page_text(self, sha256: str, page: int, engine: str) -> PageText | None:
+        """The known text of one page of this chunk's source, or None."""
+        return self._known.get((page, engine))
+
+    def put_page_text(self, sha256: str, engine: str, text: PageText) -> None:
+        """Keep a new read, to go back to the driver."""
+        self._known[text.page, engine] = text
+        self.added.append(CachedPage(engine, text))
 
 
 class InMemoryPageTextCache:

@@ -3,21 +3,45 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
 
 from raybatch.settings import StateSettings
-from raybatch.state.base import Clock, parse_url, utc_now
+from raybatch.state.base import Clock, SqlBase, parse_url, utc_now
 from raybatch.state.port import BatchRecord, ErrorRecord, StateStore
 from raybatch.state.sql import SqlStateStore
+from raybatch.state.workload import SqlWorkloadStore, WorkloadLease, WorkloadStore
 
-__all__ = ["BatchRecord", "ErrorRecord", "SqlStateStore", "StateStore", "open_state"]
+__all__ = [
+    "BatchRecord",
+    "ErrorRecord",
+    "SqlStateStore",
+    "SqlWorkloadStore",
+    "StateStore",
+    "WorkloadLease",
+    "WorkloadStore",
+    "open_state",
+    "open_workload",
+]
+
+StoreT = TypeVar("StoreT", bound=SqlBase)
 
 
 def open_state(settings: StateSettings, *, now: Clock = utc_now) -> SqlStateStore:
     """Open the configured database, creating a SQLite file's folder, with the schema at head."""
-    url = parse_url(settings.database_url)
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
-        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    store = SqlStateStore.from_url(url, now=now)
-    store.migrate()
+    store = _open(SqlStateStore, settings, now)
+    store.database_id()  # made with the schema, so the database's outputs have a home from the start
     return store
 
+
+def open_workload(settings: StateSettings, *, now: Clock = utc_now) -> SqlWorkloadStore:
+    """Open the configured database's workload budget, the same way as ``open_state``."""
+    return _open(SqlWorkloadStore, settings, now)
+
+
+def _open(kind: type[StoreT], settings: StateSettings, now: Clock) -> StoreT:
+    url = parse_url(settings.database_url.get_secret_value())
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    store = kind.from_url(url, now=now)
+    store.migrate()
+    return store

@@ -14,17 +14,10 @@ import sqlalchemy as sa
 from raybatch.errors import PermanentError
 from raybatch.models import BatchStatus, ChunkStatus
 from raybatch.state.base import SqlBase
-from raybatch.state.chunks import SUBMITTABLE
+from raybatch.state.chunks import ACTIVE_BATCH_STATUSES, SUBMITTABLE
 from raybatch.state.port import BatchRecord
 from raybatch.state.rows import batch_record
 from raybatch.state.schema import UtcDateTime, batch_requests, batches, chunks
-
-ACTIVE_BATCH_STATUSES = (
-    BatchStatus.CREATING,
-    BatchStatus.IN_PROGRESS,
-    BatchStatus.CANCELING,
-    BatchStatus.UNKNOWN,
-)
 
 
 class BatchQueries(SqlBase):
@@ -136,6 +129,16 @@ class BatchQueries(SqlBase):
         )
         with self._read() as conn:
             return list(conn.execute(query).scalars())
+
+    def intent_chunk_ids(self) -> set[str]:
+        """custom_ids held by batch intents not yet created or reconciled: not to be sent again."""
+        query = (
+            sa.select(batch_requests.c.custom_id)
+            .join(batches, batches.c.id == batch_requests.c.batch_id)
+            .where(batches.c.status == BatchStatus.CREATING.value)
+        )
+        with self._read() as conn:
+            return set(conn.execute(query).scalars())
 
     def known_batch_ids(self) -> set[str]:
         """Every Anthropic batch id this database has recorded (to tell our batches from new ones)."""

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from raybatch.models import DocumentRecord, PageText
+from raybatch.models import CachedPage, DocumentRecord, PageText
 from raybatch.state.base import SqlBase, clip
 from raybatch.state.port import ErrorRecord
 from raybatch.state.rows import DOCUMENT_COLUMNS, document_record, document_values, error_record, page_text
@@ -14,6 +15,7 @@ from raybatch.state.schema import documents as document_rows
 from raybatch.state.schema import errors, groups, page_ocr, settings
 
 PAUSED_KEY = "paused"
+DATABASE_ID_KEY = "database_id"
 
 
 class CatalogQueries(SqlBase):
@@ -93,6 +95,12 @@ class CatalogQueries(SqlBase):
             row = conn.execute(query).first()
         return None if row is None else page_text(row)
 
+    def cached_page_texts(self, sha256: str, pages: Sequence[int]) -> list[CachedPage]:
+        """Every cached text of these pages of one source, by any engine."""
+        query = sa.select(page_ocr).where(page_ocr.c.sha256 == sha256, page_ocr.c.page.in_(list(pages)))
+        with self._read() as conn:
+            return [CachedPage(row.engine, page_text(row)) for row in conn.execute(query)]
+
     def put_page_text(self, sha256: str, engine: str, text: PageText) -> None:
         """Cache one page's text under (sha256, page, engine); a second put replaces it."""
         insert = self._insert(page_ocr)
@@ -136,9 +144,24 @@ class CatalogQueries(SqlBase):
 
     def is_paused(self) -> bool:
         """Whether the pause flag is set (the coordinator skips submitting and polling)."""
+        return self._setting(PAUSED_KEY) == "1"
+
+    def database_id(self) -> str:
+        """This database's identity: a random id made on first use and stored in it, so that the
+        outputs of databases sharing one store never collide (``raybatch.ids.OutputKeys``)."""
+        known = self._setting(DATABASE_ID_KEY)
+        if known is not None:
+            return known
+        insert = self._insert(settings).on_conflict_do_nothing(index_elements=["key"])
+        with self._write() as conn:  # two first users at once: the first insert wins
+            conn.execute(insert.values(key=DATABASE_ID_KEY, value=uuid.uuid4().hex, updated_at=self._now()))
+        return self._setting(DATABASE_ID_KEY) or ""  # never empty: the row exists now
+
+    def _setting(self, key: str) -> str | None:
+        query = sa.select(settings.c.value).where(settings.c.key == key)
         with self._read() as conn:
-            value = conn.execute(sa.select(settings.c.value).where(settings.c.key == PAUSED_KEY)).scalar()
-        return value == "1"
+            value: str | None = conn.execute(query).scalar()
+        return value
 
     def set_paused(self, paused: bool) -> None:
         """Set or clear the pause flag."""

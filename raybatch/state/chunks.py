@@ -7,13 +7,21 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from raybatch.models import ChunkRecord, ChunkStatus, ResultType, Usage
+from raybatch.models import BatchStatus, ChunkRecord, ChunkStatus, ResultType, Usage
 from raybatch.state.base import SqlBase, clip, in_groups
 from raybatch.state.rows import CHUNK_COLUMNS, chunk_record, chunk_values
+from raybatch.state.schema import batches as batch_rows
 from raybatch.state.schema import chunks as chunk_rows
+from raybatch.state.schema import jobs as job_rows
 
 _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
 SUBMITTABLE = (ChunkStatus.PREPARED.value, ChunkStatus.RETRY.value)
+ACTIVE_BATCH_STATUSES = (
+    BatchStatus.CREATING,
+    BatchStatus.IN_PROGRESS,
+    BatchStatus.CANCELING,
+    BatchStatus.UNKNOWN,
+)
 
 
 def _result_values(
@@ -55,7 +63,8 @@ class ChunkQueries(SqlBase):
         """Upsert a job's chunks by (job, n); never deletes.
 
         A chunk that already succeeded under the same processing key keeps its answer and usage
-        (a new processing key — another prompt version or model — replaces it).
+        (a new processing key — another prompt version or model — replaces it). A chunk submitted in
+        a batch or call stays as it is: its answer is on its way, and is paid for.
         """
         if any(record.job_id != job_id for record in chunks):
             raise ValueError(f"chunks of another job given to save_chunks({job_id})")
@@ -67,7 +76,10 @@ class ChunkQueries(SqlBase):
             chunk_rows.c.processing_key == insert.excluded.processing_key,
         )
         replaced = {name: insert.excluded[name] for name in (*CHUNK_COLUMNS, "updated_at")}
-        upsert = insert.on_conflict_do_update(index_elements=["job_id", "n"], set_=replaced, where=~kept)
+        in_flight = chunk_rows.c.status == ChunkStatus.SUBMITTED.value
+        upsert = insert.on_conflict_do_update(
+            index_elements=["job_id", "n"], set_=replaced, where=sa.and_(~kept, ~in_flight)
+        )
         with self._write() as conn:
             now = self._now()
             rows = [
@@ -121,6 +133,50 @@ class ChunkQueries(SqlBase):
                 chosen = where if group is None else [*where, chunk_rows.c.custom_id.in_(group)]
                 moved += conn.execute(sa.update(chunk_rows).where(*chosen).values(values)).rowcount
         return moved
+
+    def submitted_chunk_ids(self, batch_id: str) -> list[str]:
+        """custom_ids of the chunks still submitted in ``batch_id``, sorted."""
+        query = (
+            sa.select(chunk_rows.c.custom_id)
+            .where(chunk_rows.c.batch_id == batch_id, chunk_rows.c.status == ChunkStatus.SUBMITTED.value)
+            .order_by(chunk_rows.c.custom_id)
+        )
+        with self._read() as conn:
+            return list(conn.execute(query).scalars())
+
+    def release_stranded_chunks(self, tags: Sequence[str] = ()) -> int:
+        """Chunks submitted in a batch no longer in flight (ended, lost, or never recorded) go to
+        RETRY without a try counted; chunks carrying one of ``tags`` (sync calls) are left alone."""
+        live = sa.select(batch_rows.c.anthropic_id).where(
+            batch_rows.c.anthropic_id.is_not(None),
+            batch_rows.c.status.in_([s.value for s in ACTIVE_BATCH_STATUSES]),
+        )
+        stranded = [
+            chunk_rows.c.status == ChunkStatus.SUBMITTED.value,
+            sa.or_(chunk_rows.c.batch_id.is_(None), chunk_rows.c.batch_id.not_in(live)),
+        ]
+        if tags:
+            stranded.append(sa.or_(chunk_rows.c.batch_id.is_(None), chunk_rows.c.batch_id.not_in(list(tags))))
+        with self._write() as conn:
+            values = {"status": ChunkStatus.RETRY.value, "updated_at": self._now()}
+            return int(conn.execute(sa.update(chunk_rows).where(*stranded).values(values)).rowcount)
+
+    def unsettled_jobs(self) -> list[int]:
+        """Jobs whose status lags their chunks: submitted with no chunk in flight, or prepared with
+        nothing left to send. Settling them moves them on (a crash between the two writes)."""
+        def having(*statuses: ChunkStatus) -> sa.Exists:
+            return sa.exists().where(
+                chunk_rows.c.job_id == job_rows.c.id, chunk_rows.c.status.in_([s.value for s in statuses])
+            )
+
+        owned = sa.exists().where(chunk_rows.c.job_id == job_rows.c.id)
+        submitted = sa.and_(job_rows.c.status == "submitted", owned, ~having(ChunkStatus.SUBMITTED))
+        prepared = sa.and_(
+            job_rows.c.status == "prepared", owned, ~having(ChunkStatus.PREPARED, ChunkStatus.RETRY)
+        )
+        query = sa.select(job_rows.c.id).where(sa.or_(submitted, prepared)).order_by(job_rows.c.id)
+        with self._read() as conn:
+            return list(conn.execute(query).scalars())
 
     def file_result(
         self,

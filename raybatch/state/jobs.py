@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from raybatch.errors import LeaseLost
+from raybatch.errors import LeaseLost, retried_on_rerun
 from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, SourceKind
 from raybatch.state.base import SqlBase, clip, in_groups
 from raybatch.state.port import JobTotals
@@ -149,6 +149,8 @@ class JobQueries(SqlBase):
         }
         with self._write() as conn:
             if not force and (existing := self._latest_for(conn, sha256)) is not None:
+                if existing.status is JobStatus.FAILED and retried_on_rerun(existing.error_class):
+                    return self._reopen(conn, existing.id, now) or existing, False
                 return existing, False
             insert = self._insert(jobs).values(values).on_conflict_do_nothing(index_elements=["dedupe_key"])
             row = conn.execute(insert.returning(*jobs.c)).first()
@@ -156,6 +158,26 @@ class JobQueries(SqlBase):
                 row = conn.execute(sa.select(jobs).where(jobs.c.dedupe_key == key)).one()
                 return job_record(row), False
         return job_record(row), True
+
+    def reopen_job(self, job_id: int) -> bool:
+        """A failed job goes back to pending with a fresh budget; its chunks' answers are kept."""
+        with self._write() as conn:
+            return self._reopen(conn, job_id, self._now()) is not None
+
+    @staticmethod
+    def _reopen(conn: Connection, job_id: int, now: datetime) -> JobRecord | None:
+        values = {
+            **_RELEASED,
+            "status": JobStatus.PENDING.value,
+            "attempts": 0,
+            "progress": 0.0,
+            "error_class": None,
+            "error_message": None,
+            "updated_at": now,
+        }
+        where = sa.and_(jobs.c.id == job_id, jobs.c.status == JobStatus.FAILED.value)
+        row = conn.execute(sa.update(jobs).where(where).values(values).returning(*jobs.c)).first()
+        return None if row is None else job_record(row)
 
     @staticmethod
     def _latest_for(conn: Connection, sha256: str) -> JobRecord | None:

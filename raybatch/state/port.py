@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from raybatch.models import (
     BatchStatus,
+    CachedPage,
     ChunkRecord,
     ChunkStatus,
     DocumentRecord,
@@ -169,6 +170,11 @@ class StateStore(Protocol):
         """Write each job's progress (0..1)."""
         ...
 
+    def reopen_job(self, job_id: int) -> bool:
+        """A failed job goes back to pending with a fresh budget (its answers kept); False if it
+        was not failed."""
+        ...
+
     # --- chunks ---------------------------------------------------------------------------
     def save_chunks(self, job_id: int, chunks: Sequence[ChunkRecord]) -> None:
         """Upsert a job's chunks by (job, n); never deletes. A chunk that succeeded under the same
@@ -214,6 +220,19 @@ class StateStore(Protocol):
         """Token sums over all chunks, or one job's."""
         ...
 
+    def submitted_chunk_ids(self, batch_id: str) -> list[str]:
+        """custom_ids of the chunks still submitted in ``batch_id``."""
+        ...
+
+    def release_stranded_chunks(self, tags: Sequence[str] = ()) -> int:
+        """Chunks submitted in a batch no longer in flight go to RETRY (no try counted); chunks
+        carrying one of ``tags`` are left alone. Returns how many."""
+        ...
+
+    def unsettled_jobs(self) -> list[int]:
+        """Submitted jobs with no chunk in flight, and prepared jobs with nothing left to send."""
+        ...
+
     # --- batches --------------------------------------------------------------------------
     def record_batch_intent(self, custom_ids: Sequence[str], request_bytes: int) -> int:
         """Record a batch of these requests in status CREATING, before creating it; its id."""
@@ -249,6 +268,10 @@ class StateStore(Protocol):
         """Every Anthropic batch id recorded."""
         ...
 
+    def intent_chunk_ids(self) -> set[str]:
+        """custom_ids held by batch intents still CREATING (not to be sent again meanwhile)."""
+        ...
+
     def update_batch(
         self, anthropic_id: str, status: BatchStatus, counts: Mapping[str, int], raw: str
     ) -> bool:
@@ -281,6 +304,10 @@ class StateStore(Protocol):
         """The cached text of page ``page`` read by ``engine`` (name and version), or None."""
         ...
 
+    def cached_page_texts(self, sha256: str, pages: Sequence[int]) -> list[CachedPage]:
+        """Every cached text of these pages of one source, by any engine."""
+        ...
+
     def put_page_text(self, sha256: str, engine: str, text: PageText) -> None:
         """Cache ``text`` under (sha256, text.page, engine); a second put replaces it."""
         ...
@@ -292,6 +319,10 @@ class StateStore(Protocol):
 
     def list_errors(self, job_id: int | None = None) -> list[ErrorRecord]:
         """Logged failures, oldest first, optionally of one job."""
+        ...
+
+    def database_id(self) -> str:
+        """This database's identity (made on first use): keeps its outputs apart from others'."""
         ...
 
     def is_paused(self) -> bool:

@@ -190,3 +190,16 @@ settings = sa.Table(
     sa.Column("value", sa.Text, nullable=False),
     sa.Column("updated_at", UtcDateTime(), nullable=False),
 )
+
+# The workload budget: one row per lease on cost units; a lease past ``expires_at`` counts for nothing.
+workload = sa.Table(
+    "workload",
+    metadata,
+    sa.Column("lease_id", sa.String(64), primary_key=True),
+    sa.Column("holder", sa.String(200), nullable=False),
+    sa.Column("units", sa.Integer, nullable=False),
+    # An elastic holder (a run) sizes itself from what is free; a fixed one uses exactly its units.
+    sa.Column("elastic", sa.Boolean, nullable=False),
+    sa.Column("taken_at", UtcDateTime(), nullable=False),
+    sa.Column("expires_at", UtcDateTime(), nullable=False, index=True),
+)

@@ -1,8 +1,8 @@
 """Table: documents as rows of a Parquet table for analytics, one file per job.
 
 Pure: records in, Parquet bytes out. The pipeline writes each job's file to
-``raybatch.ids.documents_table_key(job_id)``, so a rerun replaces the job's rows instead of adding
-to them; readers concatenate the files. The folders are hive-style (``job_id=N``): a dataset reader
+``raybatch.ids.OutputKeys.documents_table_part(job_id)``, so a rerun replaces the job's rows instead
+of adding to them; readers concatenate the files. The folders are hive-style (``job_id=N``): a dataset reader
 needs ``HIVE_PARTITIONING``, since inferring the partition as int32 clashes with the int64 column.
 """
 

@@ -14,13 +14,14 @@ from emulator_support import API_KEY, requests, running, settings_for
 from raybatch.claude.batch_client import AnthropicBatchClient, make_sdk_client, to_batch_state
 from raybatch.claude.emulator import EmulatorServer, Faults, ManualClock
 from raybatch.errors import (
-    AttemptsExhausted,
     AuthenticationFailed,
     ConfigError,
     InvalidRequest,
+    OutagePastBudget,
     Overloaded,
     ResourceNotFound,
     SpendLimitReached,
+    TransientError,
     UpstreamUnavailable,
 )
 from raybatch.models import BatchStatus, ResultType
@@ -171,15 +172,29 @@ def test_server_error_on_create_reconciles_then_creates_once():
     assert server.app.calls["create"] == 2
 
 
-def test_create_gives_up_after_its_attempts_with_nothing_created():
+def test_create_waits_out_its_budget_then_gives_up_transiently_with_nothing_created():
     faults = Faults(overloaded_fraction=1.0, endpoints=frozenset({"create"}))
-    with batch_client(faults=faults) as (client, _, _):
-        with pytest.raises(AttemptsExhausted) as info:
+    clock = [0.0]
+
+    def sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    with batch_client(faults=faults) as (client, server, _):
+        with pytest.raises(OutagePastBudget) as info:
             client.create_reconciled(
-                requests(2), created_after=_since(), known_ids=set(), attempts=3, sleep=lambda _: None
+                requests(2),
+                created_after=_since(),
+                known_ids=set(),
+                budget=30.0,
+                backoff=NO_JITTER,
+                sleep=sleep,
+                monotonic=lambda: clock[0],
             )
         assert list(client.list()) == []
+    assert isinstance(info.value, TransientError), "an outage parks work; it never fails it"
     assert isinstance(info.value.__cause__, Overloaded)
+    assert not info.value.maybe_created
+    assert clock[0] <= 30.0 and server.app.calls["create"] == 5  # waits of 2, 4, 8, 16 s fill the 30 s
 
 
 def test_spend_limit_on_create_is_not_retried():

@@ -11,6 +11,7 @@ import pytest
 from cluster_support import Corpus, SubmittedRun, job_args, submit
 from headnode import RayHead
 
+from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
 from raybatch.objects import LocalObjectStore
 from raybatch.report import evaluate_run
@@ -43,7 +44,7 @@ def test_the_job_succeeds_and_writes_every_document(submitted_run: SubmittedRun)
     rows = state.list_documents()
     assert len(rows) == corpus.documents
     store = LocalObjectStore(submitted_run.home / "store")
-    listed = {k for k in store.list("jobs/") if "/documents/" in k}
+    listed = {k for k in store.list(OutputKeys(state.database_id()).jobs) if "/documents/" in k}
     assert listed == {k for d in rows for k in (d.pdf_key, d.thumb_key)}  # objects and rows agree
     for doc in rows:
         with pymupdf.open("pdf", store.get(doc.pdf_key)) as pdf:

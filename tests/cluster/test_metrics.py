@@ -52,6 +52,9 @@ def test_prometheus_endpoint_reports_the_run(job_head: RayHead, submitted_run: S
     peaks = submitted_run.metric_peaks
     assert peaks["ray_raybatch_batches_in_flight"] >= 1
     assert peaks["ray_raybatch_writer_mb_in_flight"] >= 0
+    assert peaks["ray_raybatch_workload_capacity"] == 12
+    assert peaks["ray_raybatch_workload_units"] >= 5  # the run's own lease, by holder
+    assert peaks["ray_raybatch_workload_concurrency"] >= 1  # registration and prepare caps chosen
 
 
 def _scrape_until(head: RayHead, expected: dict[str, float], timeout: float) -> dict[str, float]:

@@ -15,15 +15,17 @@ from raybatch.objects.keys import (
     validate_prefix,
 )
 
+KEYS = ids.OutputKeys("0123456789abcdef0123456789abcdef")
+
 
 @pytest.mark.parametrize(
     "key",
     [
-        ids.document_pdf_key(12, 3),
-        ids.document_thumb_key(12, 3),
-        ids.manifest_key(1),
-        ids.source_key(99),
-        ids.documents_table_key(7),
+        KEYS.document_pdf(12, 3),
+        KEYS.document_thumb(12, 3),
+        KEYS.manifest(1),
+        KEYS.source(99),
+        KEYS.documents_table_part(7),
         "a",
         "a.b-c_d=e/F0",
         "x" * 200,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from raybatch.models import PageText
-from raybatch.ocr.cache import CachedOcr, InMemoryPageTextCache
+from raybatch.ocr.cache import CachedOcr, CarriedPageTexts, InMemoryPageTextCache
 from raybatch.ocr.fake import LabelledOcr, labelled_page
 from raybatch.settings import StateSettings
 from raybatch.state import open_state
@@ -60,3 +60,21 @@ def test_the_state_store_is_a_cache_that_outlives_the_engine(tmp_path: Path) -> 
     assert again == first
     assert [(t.text, t.rotation) for t in again] == [("Счёт 1", 270), ("Счёт 2", 270)]
     assert engine.pages_read == 2
+
+
+def test_a_carried_cache_goes_into_a_task_and_its_new_reads_come_back(tmp_path: Path) -> None:
+    # The driver looks up what is known; the task (no database) reads the rest; the driver stores it.
+    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    engine = LabelledOcr()
+    state.put_page_text(SHA, engine.name, PageText(2, "known two", f"ocr:{engine.name}"))
+    state.put_page_text(SHA, "other-1", PageText(1, "another engine's", "ocr:other"))
+    carried = CarriedPageTexts(state.cached_page_texts(SHA, [1, 2, 3]))
+
+    texts = CachedOcr(engine, carried, SHA).read([labelled_page(n, f"fresh {n}") for n in (1, 2, 3)])
+
+    assert [t.text for t in texts] == ["fresh 1", "known two", "fresh 3"]
+    assert [(c.engine, c.text.page) for c in carried.added] == [(engine.name, 1), (engine.name, 3)]
+    for read in carried.added:
+        state.put_page_text(SHA, read.engine, read.text)
+    stored = state.cached_page_texts(SHA, [1, 2, 3])
+    assert {c.text.page for c in stored if c.engine == engine.name} == {1, 2, 3}

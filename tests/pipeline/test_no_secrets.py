@@ -1,4 +1,5 @@
-"""A whole run leaves no API key and no page text in its output, its logs, its database or objects."""
+"""A whole run leaves no API key and no page text in its output, its logs, its database or objects;
+a prepare task never receives the API key, the database URL or the store's secret."""
 
 from __future__ import annotations
 
@@ -7,13 +8,28 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pymupdf
 import pytest
+import ray
+from pipeline_support import run_settings
+from ray import cloudpickle
 
+from raybatch import tasks
+from raybatch.actors.prepare import ChunkSummary
+from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+from raybatch.ids import sha256_bytes
+from raybatch.models import JobRecord, JobStatus, PageText, SourceKind
+from raybatch.ocr.tesseract import tesseract_available
 from raybatch.samples import write_samples
+from raybatch.settings import OcrEngineName, PrepareTaskSettings, StateSettings
+from raybatch.state import open_state
+from raybatch.steps.chunk import ChunkPlan
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -69,3 +85,153 @@ def test_no_key_and_no_page_text_anywhere(tmp_path: Path, ray_tmp: Path) -> None
         assert not any(phrase in text for text in outputs), f"page text reached a log: {phrase}"
     assert counterparties  # fields are stored (rows, manifests), but never logged
     assert not any(name in text for name in counterparties for text in outputs)
+
+
+DB_PASSWORD = "db-pass-3f9c1e-not-a-real-one"
+STORE_SECRET = "minio-secret-3f9c1e-not-a-real-one"
+
+
+@ray.remote(num_returns=2)
+def _spy_prepare(*args: object) -> tuple[bytes, str]:
+    """Stands in for prepare_chunk: reports what the task received, as a worker sees it (all but
+    the source's bytes, which here are what the load spy reported)."""
+    return cloudpickle.dumps(args[:3] + args[4:]), type(args[0]).__name__
+
+
+@ray.remote
+def _spy_load(*args: object) -> bytes:
+    return cloudpickle.dumps(args)
+
+
+def _one_page_job(state, path: Path) -> JobRecord:  # type: ignore[no-untyped-def]
+    with pymupdf.open() as doc:
+        doc.new_page().insert_text((72, 72), "Invoice 7 from ACME")
+        data = doc.tobytes()
+    path.write_bytes(data)
+    job, _ = state.register_job(
+        sha256=sha256_bytes(data), source_uri=path.as_uri(), source_name=path.name,
+        kind=SourceKind.PDF, size_bytes=len(data),
+    )
+    return job
+
+
+def test_a_prepare_task_cannot_read_the_api_key(
+    ray_session: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with_password = f"postgresql+psycopg://raybatch:{DB_PASSWORD}@db.invalid/raybatch"
+    settings = run_settings(
+        tmp_path,
+        anthropic_api_key=API_KEY,
+        database_url=with_password,
+        minio_secret_key=STORE_SECRET,
+    )
+    # The driver's own database handle (the URL above is never connected to).
+    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    job = _one_page_job(state, tmp_path / "a.pdf")
+    state.put_page_text(job.sha256, "x-1", PageText(1, "read before", "ocr:x"))
+
+    monkeypatch.setattr(tasks, "prepare_chunk", _spy_prepare)
+    monkeypatch.setattr(tasks, "load_source", _spy_load)
+    prepare_tasks = tasks.RayPrepareTasks(settings, cache=state)
+    source = prepare_tasks.load(job)
+    received, kind = ray.get(list(prepare_tasks.prepare(job, ChunkPlan(0, 1, 1), source)))
+    assert kind == PrepareTaskSettings.__name__
+    for secret in (API_KEY, DB_PASSWORD, STORE_SECRET, "db.invalid"):
+        assert secret.encode() not in received, secret
+    assert b"read before" in received  # the OCR cache came from the driver, not from a database
+    loaded = ray.get(source)
+    assert API_KEY.encode() not in loaded and DB_PASSWORD.encode() not in loaded
+    assert STORE_SECRET.encode() in loaded  # reading an S3 source needs the store's keys
+
+    monkeypatch.undo()  # the real tasks prepare the chunk with no more than that
+    text_layers_only = settings.model_copy(update={"ocr_engine": OcrEngineName.NONE})
+    prepare_tasks = tasks.RayPrepareTasks(text_layers_only, cache=state)
+    summary, _ = prepare_tasks.prepare(job, ChunkPlan(0, 1, 1), prepare_tasks.load(job))
+    assert ray.get(summary).record.custom_id == f"job_{job.id}_batch_0"
+
+
+PEEK = """
+import os, sys, ray
+from raybatch.runtime import connect
+from raybatch.settings import load_settings
+assert connect(load_settings(raybatch_home=sys.argv[1]), dashboard=False)
+
+@ray.remote
+def task():
+    return os.environ.get("ANTHROPIC_API_KEY"), os.environ.get("DATABASE_URL")
+
+@ray.remote
+class Actor:
+    def peek(self):
+        return os.environ.get("ANTHROPIC_API_KEY"), os.environ.get("DATABASE_URL")
+
+print(ray.get(task.remote()), ray.get(Actor.remote().peek.remote()))
+ray.shutdown()
+"""
+
+
+def test_workers_of_a_local_ray_do_not_inherit_secret_variables(tmp_path: Path, ray_tmp: Path) -> None:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")},
+        "ANTHROPIC_API_KEY": API_KEY,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'state.db'}?password={DB_PASSWORD}",
+        "RAY_TMPDIR": str(ray_tmp),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "disabled",
+    }
+    command = [sys.executable, "-c", PEEK, str(tmp_path)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "('', '') ('', '')"
+
+
+def _scanned_page_job(state, path: Path) -> JobRecord:  # type: ignore[no-untyped-def]
+    """A one-page PDF whose only content is an image of text: it needs OCR."""
+    with pymupdf.open() as text_doc:
+        text_doc.new_page().insert_text((72, 144), "INVOICE 7 ACME LIMITED", fontsize=28)
+        png = text_doc[0].get_pixmap(dpi=150).tobytes("png")
+    with pymupdf.open() as doc:
+        page = doc.new_page()
+        page.insert_image(page.rect, stream=png)
+        data = doc.tobytes()
+    path.write_bytes(data)
+    job, _ = state.register_job(
+        sha256=sha256_bytes(data), source_uri=path.as_uri(), source_name=path.name,
+        kind=SourceKind.PDF, size_bytes=len(data),
+    )
+    state.transition(job.id, [JobStatus.PENDING], JobStatus.PENDING, pages=1)
+    return job
+
+
+@pytest.mark.skipif(not tesseract_available("eng"), reason="no Tesseract with English on this machine")
+def test_the_ocr_cache_works_through_the_driver(ray_session: None, tmp_path: Path) -> None:
+    settings = run_settings(tmp_path, ocr_engine="tesseract", ocr_languages="eng")
+    state = open_state(settings.section(StateSettings))
+    job = _scanned_page_job(state, tmp_path / "scan.pdf")
+
+    summaries: list[Any] = []
+
+    class Recording(tasks.RayPrepareTasks):
+        def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
+            summary, payload = super().prepare(job, plan, source)
+            summaries.append(summary)
+            return summary, payload
+
+    def prepare_once() -> ChunkSummary:
+        launcher = Recording(settings, cache=state)
+        scheduler = PrepareScheduler(
+            state, launcher, worker_id="t", max_in_flight=1, max_backlog_bytes=1 << 40,
+            lease_seconds=60, max_attempts=3,
+        )
+        scheduler.claim([job.id])
+        while not scheduler.tick(0):
+            time.sleep(0.1)
+        return ray.get(summaries[-1])
+
+    first = prepare_once()
+    assert [read.text.page for read in first.ocr_reads] == [1]  # read in the task, stored by the driver
+    [cached] = state.cached_page_texts(job.sha256, [1])
+    assert "ACME" in cached.text.text.upper()
+    state.transition(job.id, [JobStatus.PREPARED], JobStatus.PENDING)
+    again = prepare_once()
+    assert again.ocr_reads == () and again.ocr_pages == 1  # the page came from the cache

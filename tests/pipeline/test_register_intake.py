@@ -88,3 +88,31 @@ def test_a_file_that_crashes_its_reader_fails_its_own_job(state: SqlStateStore, 
     assert "WorkerCrashedError" in (by_name["crash.pdf"].error_message or "")
     assert "the page tree is a bomb" in (by_name["raise.pdf"].error_message or "")
     assert intake.files == 5 and intake.jobs == 5
+
+
+def test_the_window_follows_the_budget_and_registration_ends(state: SqlStateStore, tmp_path: Path) -> None:
+    for n in range(6):
+        write_pdf(tmp_path / f"{n}.pdf", 1)
+    inspector = StandInInspector()
+    window, back = [1], [False]
+    ended: list[int] = []
+    intake = SourceIntake(
+        iter_sources(str(tmp_path), StoreSettings()),
+        inspector,
+        Registrar(state, StoreSettings(), max_page_pixels=10**9),
+        in_flight=lambda: window[0],  # the workload budget's registration share, read each time
+        ready=lambda ref: back[0],
+        get=inspector.get,
+        failure=crash_reason,
+        on_listed=lambda: ended.append(intake.jobs),
+    )
+    intake.take()
+    assert len(inspector.started) == 1
+    window[0] = 3  # the share grew
+    intake.take()
+    assert len(inspector.started) == 3 and not ended
+    back[0] = True  # the inspections come back
+    while not intake.finished:
+        intake.take()
+    intake.take()
+    assert ended == [6]  # the registration's units go back once, when every file is registered

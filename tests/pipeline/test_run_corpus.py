@@ -9,6 +9,7 @@ import pymupdf
 import pytest
 from pipeline_support import CorpusRun
 
+from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
 from raybatch.pipeline import run
 from raybatch.report import documents_by_file, evaluate_run
@@ -31,16 +32,17 @@ def test_every_document_has_its_pdf_thumbnail_row_and_manifest(corpus_run: Corpu
     store, state = corpus_run.store, corpus_run.state
     rows = state.list_documents()
     expected = {k for d in rows for k in (d.pdf_key, d.thumb_key)}
-    listed = {k for k in store.list("jobs/") if "/documents/" in k}
+    keys = OutputKeys(state.database_id())
+    listed = {k for k in store.list(keys.jobs) if "/documents/" in k}
     assert listed == expected  # objects and rows agree: nothing missing, nothing extra
     for doc in rows:
         with pymupdf.open("pdf", store.get(doc.pdf_key)) as pdf:
             assert pdf.page_count == doc.last_page - doc.first_page + 1
         assert store.get(doc.thumb_key)[8:12] == b"WEBP"
     for job in corpus_run.report.jobs:
-        manifest = json.loads(store.get(f"jobs/{job.id}/manifest.json"))
+        manifest = json.loads(store.get(keys.manifest(job.id)))
         assert len(manifest["documents"]) == len(state.list_documents(job.id))
-    table = read_documents_table(Path(corpus_run.settings.store) / "tables" / "documents")
+    table = read_documents_table(Path(corpus_run.settings.store) / keys.documents_table)
     assert table.num_rows == len(rows)
 
 

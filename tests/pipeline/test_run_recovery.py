@@ -18,6 +18,7 @@ import ray
 from pipeline_support import CorpusRun, corpus_subset, warm_settings
 
 from raybatch.claude.emulator import EmulatorServer
+from raybatch.ids import OutputKeys
 from raybatch.models import BatchStatus, JobStatus
 from raybatch.objects import LocalObjectStore
 from raybatch.pipeline import RunReport, run
@@ -89,7 +90,7 @@ def assert_written_once(settings: Settings, truth: dict, emulator: EmulatorServe
     assert {j.status for j in state.list_jobs()} == {JobStatus.COMPLETED}
     rows = state.list_documents()
     store = LocalObjectStore(settings.store)
-    listed = {k for k in store.list("jobs/") if "/documents/" in k}
+    listed = {k for k in store.list(OutputKeys(state.database_id()).jobs) if "/documents/" in k}
     assert listed == {k for d in rows for k in (d.pdf_key, d.thumb_key)}
     assert len({(d.job_id, d.index) for d in rows}) == len(rows)
     assert evaluate_run(state, truth)["boundary_f1"] == 1.0
@@ -136,7 +137,7 @@ def test_killing_the_driver_and_running_again(
         "POLL_INTERVAL": "0.5",
     }
     command = [sys.executable, "-m", "raybatch.cli", "run", str(tmp_path / "in"), "--quiet"]
-    command += ["--db", settings.database_url, "--store", settings.store]
+    command += ["--db", settings.database_url.get_secret_value(), "--store", settings.store]
     driver = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: batch_in_flight(state_of(settings)), what="a batch in flight")

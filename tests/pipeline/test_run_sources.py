@@ -11,6 +11,7 @@ from pipeline_support import CorpusRun, corpus_subset, run_settings, warm_settin
 
 from raybatch.actors.writer import WriteReport
 from raybatch.claude.emulator import EmulatorServer
+from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
 from raybatch.objects import open_store
 from raybatch.pipeline import run
@@ -96,9 +97,10 @@ def test_s3_source_s3_store_and_postgresql(
         assert report.ok
         state = open_state(settings.section(StateSettings))
         rows = state.list_documents()
-        keys = set(open_store(settings.section(StoreSettings)).list("jobs/"))
+        outputs = OutputKeys(state.database_id())
+        keys = set(open_store(settings.section(StoreSettings)).list(f"{outputs.root}/"))
         assert {k for d in rows for k in (d.pdf_key, d.thumb_key)} <= keys
-        assert f"jobs/{report.jobs[0].id}/manifest.json" in keys
+        assert outputs.manifest(report.jobs[0].id) in keys
         assert evaluate_run(state, truth)["documents_found"] == len(rows) > 0
     finally:
         with engine.begin() as conn:

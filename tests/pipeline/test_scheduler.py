@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from raybatch.actors.prepare import ChunkSummary
 from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.errors import InvalidSource
 from raybatch.ids import custom_id, sha256_bytes
-from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, SourceKind
+from raybatch.models import CachedPage, ChunkRecord, ChunkStatus, JobRecord, JobStatus, PageText, SourceKind
 from raybatch.settings import StateSettings
 from raybatch.state import SqlStateStore, open_state
 from raybatch.steps.chunk import ChunkPlan
@@ -179,3 +180,20 @@ def test_a_worker_killed_for_memory_fails_its_job_with_the_reason(state: SqlStat
     assert failed.status is JobStatus.FAILED
     assert failed.error_class == "OutOfMemoryError"
     assert "memory" in (failed.error_message or "")
+
+
+def test_ocr_read_by_a_task_is_cached_by_the_driver(state: SqlStateStore) -> None:
+    job = pending_job(state, 1, pages=8)
+    read = CachedPage("engine-1", PageText(3, "Счёт 3", "ocr:engine-1", 0.9, 90))
+
+    class ReadingTasks(FakeTasks):
+        def get(self, ref: Any) -> ChunkSummary:
+            return replace(super().get(ref), ocr_reads=(read,))
+
+    tasks = ReadingTasks()
+    sched = scheduler(state, tasks, 8)
+    sched.claim([job])
+    sched.tick(0)
+    tasks.finish_all(sched)
+    sched.tick(0)
+    assert state.get_page_text(state.get_job(job).sha256, 3, "engine-1") == read.text

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pymupdf
 import pytest
 
 from raybatch.actors.writer import ResultWriter, WriteReport, documents_at_once, page_rotations
+from raybatch.claude.answer import ChunkAnswer
 from raybatch.claude.rules import answer_from_truth
-from raybatch.ids import custom_id, sha256_file
+from raybatch.ids import OutputKeys, custom_id, sha256_file
 from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, SourceKind
 from raybatch.objects import MemoryObjectStore
 from raybatch.samples import write_samples
@@ -99,12 +101,12 @@ def test_a_job_becomes_documents_rows_groups_manifest_and_table(tmp_path: Path, 
             pages = range(expected["first_page"], expected["last_page"] + 1)
             assert turns == [bundle["page_info"][p - 1]["rotation"] for p in pages]
             assert store.head(row.pdf_key).metadata["source-name"] == bundle["file"]
-        manifest = json.loads(store.get(f"jobs/{job_id}/manifest.json"))
+        manifest = json.loads(store.get(OutputKeys(state.database_id()).manifest(job_id)))
         assert [d["index"] for d in manifest["documents"]] == [d.index for d in rows]
         assert manifest["estimated_cost_usd"] > 0
     grouped = {d.group_key for d in state.list_documents() if d.group_key}
     assert len(grouped) >= 2
-    table = read_documents_table(store.get(f"tables/documents/job_id={jobs[0]}/part-0.parquet"))
+    table = read_documents_table(store.get(OutputKeys(state.database_id()).documents_table_part(jobs[0])))
     assert table.num_rows == len(state.list_documents(jobs[0]))
 
 
@@ -120,24 +122,76 @@ def test_writing_again_rewrites_the_same_keys_and_drops_stale_ones(tmp_path: Pat
     write(state, store, job_id)
     assert {k: store.get(k) for k in store.list("")} == first  # same keys, same bytes
     assert state.list_documents(job_id) == rows
-    store.put(f"jobs/{job_id}/documents/99.pdf", b"left by an older answer")
+    stale = f"{OutputKeys(state.database_id()).job_prefix(job_id)}/documents/99.pdf"
+    store.put(stale, b"left by an older answer")
     state.transition(job_id, [JobStatus.COMPLETED], JobStatus.ANSWERED)
     write(state, store, job_id)
-    assert f"jobs/{job_id}/documents/99.pdf" not in set(store.list(""))
+    assert stale not in set(store.list(""))
 
 
-def test_a_source_that_changed_fails_its_job(tmp_path: Path, corpus) -> None:  # type: ignore[no-untyped-def]
+def test_two_databases_on_one_store_keep_their_outputs_apart(tmp_path: Path, corpus) -> None:  # type: ignore[no-untyped-def]
+    folder, truth = corpus
+    store = MemoryObjectStore()
+    first = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'first.db'}"))
+    second = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'second.db'}"))
+    job_a = answered_job(first, folder, truth["bundles"][0])
+    job_b = answered_job(second, folder, truth["bundles"][1])
+    assert job_a == job_b == 1  # ids restart in every database
+    write(first, store, job_a)
+    written_by_first = {k: store.get(k) for k in store.list("")}
+    write(second, store, job_b)
+    assert all(store.get(k) == data for k, data in written_by_first.items())  # nothing overwritten
+    roots = {OutputKeys(db.database_id()).root for db in (first, second)}
+    assert len(roots) == 2 and {k.split("/")[0] for k in store.list("")} == roots
+    # A rewrite of the first database's job (with fewer documents) deletes nothing of the second's.
+    written_by_second = {k: store.get(k) for k in store.list("") if k not in written_by_first}
+    first.transition(job_a, [JobStatus.COMPLETED], JobStatus.ANSWERED)
+    chunks = first.get_chunks(job_a)  # another answer: a new processing key replaces the old one
+    first.save_chunks(job_a, [replace(c, answer=_one_document(c.answer), processing_key="2") for c in chunks])
+    write(first, store, job_a)
+    assert len(first.list_documents(job_a)) < len(truth["bundles"][0]["documents"])
+    assert all(store.get(k) == data for k, data in written_by_second.items())
+    for db, job_id in ((first, job_a), (second, job_b)):
+        for doc in db.list_documents(job_id):
+            assert doc.pdf_key.startswith(OutputKeys(db.database_id()).root + "/")
+            assert store.exists(doc.pdf_key)
+
+
+def _one_document(answer: str | None) -> str:
+    """The chunk's answer with all its pages as one document."""
+    parsed = ChunkAnswer.model_validate_json(answer or "")
+    merged = parsed.documents[0].model_copy(update={"last_page": parsed.documents[-1].last_page})
+    return parsed.model_copy(update={"documents": [merged]}).model_dump_json()
+
+
+def _same_pages_other_bytes(data: bytes) -> bytes:
+    with pymupdf.open("pdf", data) as doc:
+        doc.set_metadata({"title": "another file"})
+        return doc.tobytes()
+
+
+@pytest.mark.parametrize("replacement", ["other pages", "same page count"])
+def test_a_source_that_changed_fails_its_job(tmp_path: Path, corpus, replacement: str) -> None:  # type: ignore[no-untyped-def]
     folder, truth = corpus
     copy = tmp_path / "moved"
     copy.mkdir()
     bundle = truth["bundles"][1]
-    (copy / bundle["file"]).write_bytes((folder / bundle["file"]).read_bytes())
+    original = (folder / bundle["file"]).read_bytes()
+    (copy / bundle["file"]).write_bytes(original)
     state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
     job_id = answered_job(state, copy, bundle)
-    (copy / bundle["file"]).write_bytes((folder / "bundle_000.pdf").read_bytes())  # other pages now
-    report = write_once(state, MemoryObjectStore(), job_id)
+    if replacement == "other pages":
+        new = (folder / "bundle_000.pdf").read_bytes()
+    else:
+        new = _same_pages_other_bytes(original)
+        with pymupdf.open("pdf", new) as doc:
+            assert doc.page_count == bundle["pages"]
+    (copy / bundle["file"]).write_bytes(new)
+    store = MemoryObjectStore()
+    report = write_once(state, store, job_id)
     assert report.status is JobStatus.FAILED
-    assert "pages" in (state.get_job(job_id).error_message or "")
+    assert (state.get_job(job_id).error_message or "").startswith("changed: the file's bytes are no longer")
+    assert list(store.list("")) == []  # nothing sliced from the new bytes
 
 
 @pytest.mark.parametrize(("size_mb", "at_once"), [(0.5, 4), (19.9, 4), (20, 2), (50, 2), (50.1, 1), (900, 1)])

@@ -28,7 +28,9 @@ def test_chunks_round_trip_in_order(store: SqlStateStore, job_id: int) -> None:
         store.save_chunks(job_id + 1, records)
 
 
-def test_saving_again_never_overwrites_a_succeeded_answer(store: SqlStateStore, job_id: int) -> None:
+def test_saving_again_never_overwrites_a_succeeded_answer_or_a_chunk_in_flight(
+    store: SqlStateStore, job_id: int
+) -> None:
     store.save_chunks(job_id, [chunk(job_id, 0), chunk(job_id, 1)])
     submit(store, job_id, [0, 1], "msgbatch_1")
     assert store.file_result(
@@ -39,8 +41,12 @@ def test_saving_again_never_overwrites_a_succeeded_answer(store: SqlStateStore, 
 
     kept, redone, added = store.get_chunks(job_id)
     assert (kept.status, kept.answer, kept.input_tokens) == (ChunkStatus.SUCCEEDED, "{}", 1000)
-    assert (redone.status, redone.batch_id) == (ChunkStatus.PREPARED, None)
+    assert (redone.status, redone.batch_id) == (ChunkStatus.SUBMITTED, "msgbatch_1"), "its answer is coming"
     assert added.n == 2
+    store.mark_batch_lost(store.record_batch_intent([], 0))  # an unrelated batch changes nothing
+    store.file_result(f"job_{job_id}_batch_1", "msgbatch_1", ResultType.EXPIRED, retry=True)
+    store.save_chunks(job_id, [chunk(job_id, 1)])
+    assert store.get_chunks(job_id)[1].status is ChunkStatus.PREPARED, "once answered it may be redone"
 
 
 def test_a_new_processing_key_replaces_a_succeeded_answer(store: SqlStateStore, job_id: int) -> None:

@@ -25,6 +25,7 @@ TABLES = {
     "page_ocr",
     "errors",
     "settings",
+    "workload",
 }
 
 

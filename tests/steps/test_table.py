@@ -9,9 +9,11 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
 
-from raybatch.ids import documents_table_key
+from raybatch.ids import OutputKeys
 from raybatch.models import DocumentRecord, JobRecord, JobStatus, SourceKind
 from raybatch.steps.table import HIVE_PARTITIONING, SCHEMA, documents_table, read_documents_table
+
+KEYS = OutputKeys("ab" * 16)
 
 
 def _job(job_id: int) -> JobRecord:
@@ -33,7 +35,7 @@ def _docs(job_id: int, count: int) -> list[DocumentRecord]:
 
 
 def _write(root: Path, job_id: int, count: int) -> None:
-    path = root / documents_table_key(job_id)
+    path = root / KEYS.documents_table_part(job_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(documents_table(_docs(job_id, count), _job(job_id)))
 
@@ -86,7 +88,7 @@ def test_rerun_replaces_the_job_rows(tmp_path: Path) -> None:
 
 def test_paths_buffers_and_files_all_read(tmp_path: Path) -> None:
     _write(tmp_path, 1, 2)
-    path = tmp_path / documents_table_key(1)
+    path = tmp_path / KEYS.documents_table_part(1)
     data = path.read_bytes()
     with path.open("rb") as handle:
         tables = [
@@ -113,6 +115,6 @@ def test_an_older_file_without_a_column_still_reads() -> None:
 def test_the_folder_reads_as_a_hive_dataset(tmp_path: Path) -> None:
     _write(tmp_path, 1, 2)
     _write(tmp_path, 22, 1)
-    root = tmp_path / Path(documents_table_key(1)).parent.parent
+    root = tmp_path / KEYS.documents_table
     table = ds.dataset(root, format="parquet", partitioning=HIVE_PARTITIONING).to_table()
     assert sorted(table["job_id"].to_pylist()) == [1, 1, 22]

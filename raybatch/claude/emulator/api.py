@@ -18,6 +18,8 @@ from raybatch.claude.emulator.model import check_params, rules_responder, spoil
 from raybatch.claude.emulator.tokens import estimate_input_tokens, estimate_output_tokens, strip_images
 from raybatch.ids import CUSTOM_ID_PATTERN
 
+CUSTOM_ID_HEADER = "x-raybatch-custom-id"  # sent with synchronous calls, so answers can be counted
+ANSWERS_PATH = "/_emulator/answers"  # GET: the answer counts as JSON (for an emulator in its own process)
 _BATCH = r"/v1/messages/batches/(?P<id>[A-Za-z0-9_-]+)"
 ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("POST", re.compile(r"/v1/messages"), "messages"),
@@ -76,7 +78,16 @@ class EmulatorApp:
         self.injector = FaultInjector(config)
         self.store = BatchStore(config, self.injector)
         self.calls: Counter[str] = Counter()  # requests received per endpoint, faults included
+        self._answered: Counter[str] = Counter()  # succeeded Messages answers per custom_id
         self._calls_lock = threading.Lock()
+
+    def answers(self) -> dict[str, int]:
+        """Succeeded (paid) answers per custom_id, batch and Messages together: the fault suite's
+        check that no request was paid for twice."""
+        counts = Counter(self.store.succeeded())
+        with self._calls_lock:
+            counts.update(self._answered)
+        return dict(counts)
 
     @staticmethod
     def route(method: str, path: str) -> tuple[str, dict[str, str]] | None:
@@ -131,6 +142,10 @@ class EmulatorApp:
             answer = spoil(answer, kind, self.injector.rng())
         tokens = estimate_input_tokens(params, self.config.image_token_cap)
         usage = wire.usage_body(tokens, estimate_output_tokens(answer), "standard")
+        custom_id = call.headers.get(CUSTOM_ID_HEADER)
+        if custom_id:
+            with self._calls_lock:
+                self._answered[custom_id] += 1
         return json_reply(200, wire.message_body(params["model"], answer, usage))
 
     def _count_tokens(self, call: Call) -> Reply:

@@ -142,6 +142,16 @@ class BatchStore:
             "results_url": f"{base_url}/v1/messages/batches/{batch.id}/results" if ended else None,
         }
 
+    def succeeded(self) -> dict[str, int]:
+        """How many succeeded answers each custom_id got in batches that ended (each one is paid)."""
+        counts: dict[str, int] = {}
+        for batch in self.newest_first():
+            for request in batch.requests:
+                at, outcome = self.resolution(batch, request)
+                if outcome is ResultType.SUCCEEDED and not request.problem and self.now() >= at:
+                    counts[request.custom_id] = counts.get(request.custom_id, 0) + 1
+        return counts
+
     def result_lines(self, batch: StoredBatch) -> list[bytes]:
         """The results file of an ended batch: one JSON line per request (some twice), shuffled."""
         lines = []

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from raybatch.claude.emulator import wire
-from raybatch.claude.emulator.api import Call, EmulatorApp, Reply, error_reply
+from raybatch.claude.emulator.api import ANSWERS_PATH, Call, EmulatorApp, Reply, error_reply, json_reply
 from raybatch.claude.emulator.config import EmulatorConfig, Faults
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,8 @@ class _Handler(BaseHTTPRequestHandler):
         app, request_id = self.server.app, wire.new_id("req")
         url = urlsplit(self.path)
         length = int(self.headers.get("content-length") or 0)
+        if method == "GET" and url.path == ANSWERS_PATH:
+            return self._send(json_reply(200, app.answers()), request_id)
         routed = app.route(method, url.path)
         if routed is None:
             self._drain(length)

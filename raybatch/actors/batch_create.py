@@ -1,0 +1,100 @@
+"""Creating Message Batches exactly once, and reconciling the creates a crash or an error cut short.
+
+The intent (its custom_ids) is recorded before the create call. A created batch is kept in memory
+until it is recorded as such, so a database error after a create is followed by recording it again,
+never by a second create. An intent left CREATING (the process died, or the create failed in a way
+that may hide a batch) is reconciled: the batch the API made for it is adopted — its results are
+checked to be ours before any is filed (``batch_poll``) — or, if there is none, the intent is dropped
+and its requests go again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from raybatch.claude.batch_client import AnthropicBatchClient
+from raybatch.claude.records import BatchState, PreparedRequest
+from raybatch.errors import OutagePastBudget, PermanentError, SpendLimitReached
+from raybatch.metrics import Metrics
+from raybatch.models import BatchStatus
+from raybatch.state.port import BatchRecord, StateStore
+
+log = logging.getLogger(__name__)
+
+Io = Callable[..., Awaitable[Any]]
+
+
+class BatchCreator:
+    """Creates batches once and reconciles intents; owned by the coordinator."""
+
+    def __init__(
+        self,
+        state: StateStore,
+        batches: AnthropicBatchClient,
+        *,
+        io: Io,
+        outage_budget: float,
+        metrics: Metrics,
+    ) -> None:
+        self._state = state
+        self._batches = batches
+        self._io = io
+        self._outage_budget = outage_budget
+        self._metrics = metrics
+        self._unattached: dict[int, BatchState] = {}  # created, not yet recorded as such
+
+    async def create(self, group: Sequence[PreparedRequest]) -> None:
+        """Create one batch of ``group``. Raises what the create raised: PermanentError (nothing
+        created), SpendLimitReached, OutagePastBudget (the API stayed down; the intent is kept when a
+        batch may exist), or a database error (the created batch is recorded later)."""
+        custom_ids = [r.custom_id for r in group]
+        size = sum(r.encoded_size for r in group)
+        intent_id = await self._io(self._state.record_batch_intent, custom_ids, size)
+        intent = await self._io(self._state.get_batch, intent_id)
+        known = await self._io(self._state.known_batch_ids)
+        try:
+            batch = await self._io(
+                self._batches.create_reconciled,
+                group,
+                created_after=intent.created_at,
+                known_ids=known,
+                budget=self._outage_budget,
+            )
+        except (PermanentError, SpendLimitReached, OutagePastBudget) as exc:
+            if not isinstance(exc, OutagePastBudget) or not exc.maybe_created:
+                await self._io(self._state.mark_batch_lost, intent_id)  # surely nothing was created
+            raise
+        self._unattached[intent_id] = batch
+        await self._attach(intent_id, batch)
+        self._metrics.batch_created(len(group), size)
+        log.info("batch %s created: %d requests, %.1f MB", batch.id, len(group), size / 1e6)
+
+    async def record_created(self) -> None:
+        """Record the batches created whose recording failed before."""
+        for intent_id, batch in list(self._unattached.items()):
+            await self._attach(intent_id, batch)
+
+    async def reconcile(self, record: BatchRecord) -> bool:
+        """An intent never recorded as created: adopt the batch the API has for it (True), or mark
+        it lost so its requests go again (False). Intents this process created are only recorded."""
+        if record.id in self._unattached:
+            await self._attach(record.id, self._unattached[record.id])
+            return True
+        known = await self._io(self._state.known_batch_ids)
+        found = await self._io(self._batches.find_created, record.request_count, record.created_at, known)
+        if found is None:
+            await self._io(self._state.mark_batch_lost, record.id)
+            log.info("recovery: batch intent %d was never created", record.id)
+            return False
+        await self._attach(record.id, found)
+        log.info("recovery: batch intent %d adopted as %s", record.id, found.id)
+        return True
+
+    async def _attach(self, intent_id: int, batch: BatchState) -> None:
+        """Record the created batch; its chunks become submitted in the same transaction."""
+        raw = json.dumps(dict(batch.raw), default=str)
+        await self._io(self._state.attach_batch, intent_id, batch.id, BatchStatus.IN_PROGRESS, raw)
+        self._unattached.pop(intent_id, None)

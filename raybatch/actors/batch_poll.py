@@ -1,0 +1,162 @@
+"""The coordinator's poll phase: every batch in flight looked at, each on its own.
+
+A batch that ended has its results read (a cut stream is read again, keeping what arrived),
+checked to be ours, filed by custom_id, and its jobs settled. An error with one batch — its
+results deleted or past retention, a database error while filing it — touches that batch only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from raybatch.actors.filing import ResultFiler
+from raybatch.claude.batch_client import AnthropicBatchClient
+from raybatch.claude.poller import poll_once
+from raybatch.claude.records import BatchState, RequestResult
+from raybatch.errors import AuthenticationFailed, BatchFailed, PermanentError, TransientError, error_class
+from raybatch.metrics import Metrics
+from raybatch.models import BatchStatus
+from raybatch.state.port import BatchRecord, StateStore
+
+log = logging.getLogger(__name__)
+
+RESULT_READS = 5  # tries to read one batch's results when the stream is cut
+
+Io = Callable[..., Awaitable[Any]]
+
+
+class BatchPolls:
+    """Polls batches in flight and files what ended; owned by the coordinator."""
+
+    def __init__(
+        self,
+        state: StateStore,
+        batches: AnthropicBatchClient,
+        filer: ResultFiler,
+        *,
+        io: Io,
+        settle: Callable[[set[int]], Awaitable[None]],
+        metrics: Metrics,
+    ) -> None:
+        self._state = state
+        self._batches = batches
+        self._filer = filer
+        self._io = io
+        self._settle_jobs = settle
+        self._metrics = metrics
+
+    async def poll(self) -> bool:
+        """Look at every batch in flight; file the results of those that ended. True when work moved."""
+        moved = False
+        active = await self._io(self._state.active_batches)
+        self._metrics.batches_in_flight(len(active))
+        for record in active:
+            if record.anthropic_id is None or record.status is BatchStatus.CREATING:
+                continue
+            try:
+                moved = await self._poll_batch(record) or moved
+            except TransientError as exc:
+                log.warning("batch %s: %s; will look again", record.anthropic_id, exc)
+            except AuthenticationFailed as exc:  # the key, not the batch: its answers stay ours to read
+                log.error("batch %s: %s; will look again", record.anthropic_id, exc)
+            except PermanentError as exc:  # deleted, past retention: this batch only is lost
+                moved = await self._isolated(record, self._lose_batch(record, exc)) or moved
+            except Exception:  # a database error or a bug: the other batches go on
+                log.exception("batch %s: pass failed; will look again", record.anthropic_id)
+        return moved
+
+    async def _isolated(self, record: BatchRecord, work: Awaitable[None]) -> bool:
+        try:
+            await work
+        except Exception:
+            log.exception("batch %s: could not be settled; will try again", record.anthropic_id)
+            return False
+        return True
+
+    async def _poll_batch(self, record: BatchRecord) -> bool:
+        assert record.anthropic_id is not None
+        age = (datetime.now(UTC) - _aware(record.created_at)).total_seconds()
+        try:
+            state = await self._io(poll_once, self._batches, record.anthropic_id, age=age)
+        except BatchFailed as exc:
+            await self._lose_batch(record, exc)
+            return True
+        except TransientError as exc:
+            log.warning("poll of %s failed, will poll again: %s", record.anthropic_id, exc)
+            return False
+        if state is None:
+            return False
+        jobs = await self._io(self._state.batch_jobs, record.id)
+        await self._io(self._state.set_progress, {job: round(100 * state.done_fraction, 1) for job in jobs})
+        if state.status is not BatchStatus.ENDED:
+            await self._io(self._state.update_batch, state.id, state.status, dict(state.counts), _raw(state))
+            return False
+        await self._collect(record, state)
+        return True
+
+    async def _collect(self, record: BatchRecord, state: BatchState) -> None:
+        """Read an ended batch's results, file each by custom_id, then settle its jobs."""
+        assert record.anthropic_id is not None
+        expected = await self._io(self._state.batch_chunks, record.id)
+        results = await self._io(self._read_results, record.anthropic_id)
+        if _foreign(results, expected):
+            await self._disown(record, results)
+            return
+        await self._io(self._filer.file, record.anthropic_id, expected, results)
+        await self._io(self._state.update_batch, state.id, BatchStatus.ENDED, dict(state.counts), _raw(state))
+        self._metrics.batch_ended()
+        await self._settle_jobs(set(await self._io(self._state.batch_jobs, record.id)))
+
+    def _read_results(self, batch_id: str) -> list[Any]:
+        """Every result of a batch; a stream cut mid-way is read again, keeping what arrived."""
+        seen: dict[str, Any] = {}
+        for attempt in range(1, RESULT_READS + 1):
+            try:
+                with self._batches.results(batch_id) as stream:
+                    for result in stream:
+                        seen.setdefault(result.custom_id, result)
+                return list(seen.values())
+            except TransientError as exc:
+                if attempt == RESULT_READS:
+                    raise
+                log.warning("results of %s cut after %d; reading again: %s", batch_id, len(seen), exc)
+                time.sleep(min(2.0**attempt, 30.0))
+        return list(seen.values())
+
+    async def _disown(self, record: BatchRecord, results: Sequence[RequestResult]) -> None:
+        """An adopted batch whose results are not our requests: nothing is filed, ours go again."""
+        log.error(
+            "batch %s holds %d results that are not this database's requests: not filed; "
+            "its intent's requests go again",
+            record.anthropic_id,
+            len(results),
+        )
+        await self._io(self._state.mark_batch_lost, record.id)
+        await self._settle_jobs(set(await self._io(self._state.batch_jobs, record.id)))
+
+    async def _lose_batch(self, record: BatchRecord, exc: Exception) -> None:
+        """A batch the API no longer knows: its chunks go again in a later batch."""
+        log.warning("batch %s lost: %s", record.anthropic_id, exc)
+        expected = await self._io(self._state.batch_chunks, record.id)
+        await self._io(self._filer.lose, record.anthropic_id or "", expected, error_class(exc), str(exc))
+        await self._io(self._state.mark_batch_lost, record.id)
+        await self._settle_jobs(set(await self._io(self._state.batch_jobs, record.id)))
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _foreign(results: Sequence[RequestResult], expected: Sequence[str]) -> bool:
+    """Results naming a request the batch never held: not our batch (or not only ours)."""
+    ours = set(expected)
+    return any(result.custom_id not in ours for result in results)
+
+
+def _raw(state: BatchState) -> str:
+    return json.dumps(dict(state.raw), default=str)

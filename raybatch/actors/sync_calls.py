@@ -1,0 +1,118 @@
+"""Synchronous (urgent) calls of the coordinator: sent off the loop, filed, never lost.
+
+Chunks carry the tag ``SYNC_BATCH`` while their call is under way. Answers that came back are
+kept in memory until they are filed: a database error while filing is tried again on the next
+pass, and their chunks stay marked live meanwhile, so no sweep sends them again (they are paid).
+Anything a call could not finish is released: its chunks go back to prepared, to be sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from raybatch.actors.filing import ResultFiler
+from raybatch.claude.records import PreparedRequest, RequestResult
+from raybatch.claude.sync_client import AnthropicMessageClient
+from raybatch.errors import PermanentError
+from raybatch.state.port import StateStore
+
+log = logging.getLogger(__name__)
+
+SYNC_BATCH = "sync"  # the batch id chunks carry while a synchronous call is under way
+
+Io = Callable[..., Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class _Answers:
+    """One call's answers, waiting to be filed."""
+
+    sent: list[str]
+    results: list[RequestResult]
+    jobs: set[int]
+
+
+class SyncCalls:
+    """Runs synchronous calls as tasks and files their answers; owned by the coordinator."""
+
+    def __init__(
+        self,
+        state: StateStore,
+        messages: AnthropicMessageClient,
+        filer: ResultFiler,
+        *,
+        io: Io,
+        settle: Callable[[set[int]], Awaitable[None]],
+        on_permanent: Callable[[set[int], PermanentError], Awaitable[None]],
+        on_parked: Callable[[str], None],
+    ) -> None:
+        self._state = state
+        self._messages = messages
+        self._filer = filer
+        self._io = io
+        self._settle = settle
+        self._on_permanent = on_permanent
+        self._on_parked = on_parked
+        self.live: set[str] = set()  # custom_ids sent or answered but not filed yet
+        self.tasks: set[asyncio.Task[None]] = set()
+        self._unfiled: list[_Answers] = []
+        self._filing = asyncio.Lock()
+
+    async def start(self, requests: Sequence[PreparedRequest]) -> None:
+        """Mark the chunks as under way and send them on a task."""
+        ids = [r.custom_id for r in requests]
+        await self._io(self._state.mark_chunks_submitted, ids, SYNC_BATCH)
+        self.live.update(ids)
+        task = asyncio.get_running_loop().create_task(self._run(list(requests)), name="sync-call")
+        self.tasks.add(task)
+        task.add_done_callback(self._done)
+
+    async def file_pending(self) -> None:
+        """File answers kept because filing failed before; stops at the first failure."""
+        async with self._filing:
+            while self._unfiled:
+                answers = self._unfiled[0]
+                try:
+                    await self._io(self._filer.file, SYNC_BATCH, answers.sent, answers.results)
+                    await self._settle(answers.jobs)
+                except Exception as exc:  # the database: the answers wait in memory for the next pass
+                    count = len(answers.sent)
+                    log.warning("filing %d synchronous answers failed, will try again: %s", count, exc)
+                    return
+                self._unfiled.pop(0)
+                self.live.difference_update(answers.sent)
+
+    async def _run(self, requests: list[PreparedRequest]) -> None:
+        ids = [r.custom_id for r in requests]
+        jobs = {r.job_id for r in requests}
+        try:
+            outcome = await self._io(self._messages.send, requests)
+        except PermanentError as exc:  # bad credentials: nothing was answered
+            await self._release(ids)
+            await self._on_permanent(jobs, exc)
+            return
+        except Exception:
+            log.exception("synchronous calls for jobs %s cut short; they go again", sorted(jobs))
+            await self._release(ids)
+            return
+        if outcome.parked:  # never sent: back to prepared, no try counted
+            await self._release(outcome.parked)
+            self._on_parked("spend limit reached")
+        parked = set(outcome.parked)
+        self._unfiled.append(_Answers([cid for cid in ids if cid not in parked], outcome.results, jobs))
+        await self.file_pending()
+
+    async def _release(self, custom_ids: Sequence[str]) -> None:
+        try:
+            await self._io(self._state.release_chunks, SYNC_BATCH, list(custom_ids))
+        finally:  # if the release failed, the sweep releases them: they are no longer live
+            self.live.difference_update(custom_ids)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("synchronous call task failed", exc_info=task.exception())

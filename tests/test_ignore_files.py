@@ -1,0 +1,52 @@
+"""Settings files and credentials never travel: ``ray job submit --working-dir .`` leaves them out
+(``.rayignore``) and git does not take them (``.gitignore``)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SECRET_FILES = [
+    ".env",
+    ".env.local",
+    "prod.env",
+    ".envrc",
+    "jobs/.env",
+    ".netrc",
+    "credentials",
+    "gcp-credentials.json",
+    "my-service-account.json",
+    "tls/server.pem",
+    "tls/server.key",
+]
+KEPT_FILES = ["raybatch/settings.py", "jobs/process.py", "README.md", "cluster.yaml"]
+
+
+def test_job_uploads_leave_secret_files_out(tmp_path: Path) -> None:
+    from ray._private.runtime_env.packaging import create_package
+
+    work = tmp_path / "work"
+    for name in [*SECRET_FILES, *KEPT_FILES]:
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text("ANTHROPIC_API_KEY=sk-not-a-real-key\n")
+    shutil.copy(REPO / ".rayignore", work / ".rayignore")
+    package = tmp_path / "package.zip"
+    # .gitignore off: the upload must hold without it (RAY_RUNTIME_ENV_IGNORE_GITIGNORE=1).
+    create_package(str(work), package, include_gitignore=False)
+    uploaded = set(zipfile.ZipFile(package).namelist())
+    assert set(KEPT_FILES) <= uploaded
+    assert not uploaded & set(SECRET_FILES)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_git_ignores_secret_files(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    shutil.copy(REPO / ".gitignore", tmp_path / ".gitignore")
+    check = ["git", "-C", str(tmp_path), "check-ignore", "--no-index", "--stdin"]
+    done = subprocess.run(check, input="\n".join(SECRET_FILES + KEPT_FILES), capture_output=True, text=True)
+    assert sorted(done.stdout.split()) == sorted(SECRET_FILES)
