@@ -80,15 +80,20 @@ def run(
         notice(f"skipped {name!r}: not a PDF or image")
 
     files = iter_sources(source, settings.section(StoreSettings), on_skip=skip)
+    registrar = Registrar(
+        open_state(settings.section(StateSettings)),
+        settings.section(StoreSettings),
+        max_page_pixels=settings.max_page_pixels,
+        mode=settings.processing_mode.value,
+        force=force,
+    )
     holder = f"run-{uuid.uuid4().hex[:8]}"
     owns_ray = connect(settings, dashboard=dashboard)
     try:
-        with (
-            open_budget(settings, holder, prepare_ceiling=_prepare_cap(settings)) as budget,
-            claude_endpoint(settings, notice) as (settings, emulator_url),
-        ):
-            intake = _intake(settings, files, budget, force=force)
-            ended, writes = _drive(settings, intake, on_progress, budget.prepare_cap)
+        with open_budget(settings, holder, prepare_ceiling=_prepare_cap(settings)) as budget:
+            intake = _intake(settings, files, registrar, budget)
+            with claude_endpoint(settings, notice) as (settings, emulator_url):
+                ended, writes = _drive(settings, intake, on_progress, budget.prepare_cap)
             notice(f"{intake.jobs} jobs registered from {intake.files} files")
     finally:
         if owns_ray:
@@ -97,16 +102,11 @@ def run(
     return RunReport(ended, skipped, writes, elapsed, emulator_url, tuple(budget.sizings))
 
 
-def _intake(settings: Settings, files: Iterator[SourceFile], budget: Budget, *, force: bool) -> SourceIntake:
-    """Registration in Ray tasks, as many files at once as the workload budget's registration
-    share; its units are given back once every file is registered."""
-    registrar = Registrar(
-        open_state(settings.section(StateSettings)),
-        settings.section(StoreSettings),
-        max_page_pixels=settings.max_page_pixels,
-        mode=settings.processing_mode.value,
-        force=force,
-    )
+def _intake(
+    settings: Settings, files: Iterator[SourceFile], registrar: Registrar, budget: Budget
+) -> SourceIntake:
+    """Registration in Ray tasks, the first files started at once: as many at a time as the workload
+    budget's registration share; its units go back once every file is registered."""
     return SourceIntake(
         files,
         RayInspector(settings),

@@ -169,6 +169,7 @@ class SourceIntake:
         self._listed = False
         self.files = 0
         self.jobs = 0
+        self._fill()  # the first files are read while the rest of the run starts
 
     @property
     def refs(self) -> list[Any]:
