@@ -205,6 +205,8 @@ class SourceIntake:
             return crashed(source, reason)
 
     def _fill(self) -> None:
+        if self._listed:
+            return
         limit = max(1, self._in_flight())  # read each time: the budget's share can change
         while not self._listed and len(self._pending) < limit:
             source = next(self._files, None)

@@ -57,13 +57,15 @@ def test_a_second_run_takes_its_share_beside_the_first_and_both_complete(
     for report in reports.values():
         assert report.ok and {j.status for j in report.jobs} == {JobStatus.COMPLETED}
     second = reports["second"].workload
-    # Beside the first run (6 units each of 12, 5 once a run has registered): about half of every
-    # ceiling, never more than its units and its part of the free ones.
+    # Beside the first run (6 units each of 12, 5 once a run has registered; registration streams
+    # beside preparing, so either run may finish registering first): about half of every ceiling,
+    # never more than its units and its part of the free ones.
     beside = [s for s in second if s.holders == 2]
     assert {s.stage for s in beside} == {"register", "prepare"}
-    assert all(0.5 <= s.share <= 6 / 11 + 0.001 for s in beside)
+    assert all(5 / 11 - 0.001 <= s.share <= 6 / 11 + 0.001 for s in beside)
+    # Registration is sized only while the run still holds its registration unit: 6 of 11 or 12.
     assert {s.limit for s in beside if s.stage == "register"} == {5}  # half of 10
-    assert {s.limit for s in beside if s.stage == "prepare"} == {CLUSTER_CAP // 2}
+    assert {s.limit for s in beside if s.stage == "prepare"} <= {CLUSTER_CAP * 5 // 11, CLUSTER_CAP // 2}
     assert all(s.limit <= (10 if s.stage == "register" else CLUSTER_CAP) for s in second)
     # The first run started alone with every ceiling.
     assert reports["first"].workload[0].share == 1.0 and reports["first"].workload[0].limit == 10
