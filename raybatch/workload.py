@@ -28,7 +28,7 @@ from typing import Any
 
 from raybatch.errors import ConfigError, RaybatchError, WaitTimedOut
 from raybatch.metrics import Metrics
-from raybatch.settings import Settings, StateSettings, WorkloadSettings, load_settings
+from raybatch.settings import SecretUrl, Settings, StateSettings, WorkloadSettings, load_settings
 from raybatch.state import WorkloadLease, WorkloadStore, open_workload
 
 log = logging.getLogger(__name__)
@@ -243,7 +243,7 @@ def hold(
     Yields the lease; None when the budget is off (WORKLOAD_CAPACITY=0)."""
     settings = settings or load_settings(database_url=database_url)
     if database_url is not None:
-        settings = settings.model_copy(update={"database_url": database_url})
+        settings = settings.model_copy(update={"database_url": SecretUrl(database_url)})
     capacity = settings.workload_capacity
     if not capacity:
         yield None

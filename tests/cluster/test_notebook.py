@@ -57,4 +57,4 @@ def test_notebook_runs_the_sample_corpus(tmp_path: Path, monkeypatch: pytest.Mon
     assert len(thumbnails) == min(6, documents)
     evaluation = _html(cells["evaluation"])
     assert "boundary f1" in evaluation and "documents found" in evaluation
-    assert any((out / "store" / "jobs").rglob("*.pdf"))
+    assert any((out / "store").glob("db-*/jobs/*/documents/*.pdf"))
