@@ -53,6 +53,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         "poll_interval": getattr(args, "poll_interval", None),
         "ocr_engine": getattr(args, "ocr_engine", None),
         "page_modality": getattr(args, "modality", None),
+        "raybatch_emulator": True if getattr(args, "emulator", False) else None,
+        "max_cost_usd": getattr(args, "max_cost_usd", None),
     }
     return load_settings(**overrides)
 
@@ -77,6 +79,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.out)
     overrides = {"raybatch_home": str(out)}
     settings = load_settings(**overrides, **_flag_overrides(args))
+    if settings.anthropic_api_key is None:  # the demo answers with the emulator unless a key is set
+        settings = settings.model_copy(update={"raybatch_emulator": True})
     return run_demo(
         settings,
         out,
@@ -193,6 +197,8 @@ def _run_parser(sub: Any) -> None:
     run.add_argument("--poll-interval", type=float, help="POLL_INTERVAL seconds")
     run.add_argument("--ocr-engine", choices=["auto", "rapidocr", "tesseract", "vision", "none"])
     run.add_argument("--modality", choices=["images", "adaptive", "text"], help="PAGE_MODALITY")
+    run.add_argument("--emulator", action="store_true", help="answer with the built-in emulator (no key)")
+    run.add_argument("--max-cost-usd", type=float, help="MAX_COST_USD: spend cap of this run")
     run.add_argument("--json", action="store_true", help="print a JSON summary at the end")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")

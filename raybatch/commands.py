@@ -10,7 +10,7 @@ from raybatch import console as out
 from raybatch.models import TERMINAL_JOB_STATUSES, JobStatus
 from raybatch.pipeline import RunReport, run
 from raybatch.report import documents_by_file, evaluate_run, failures, status_summary
-from raybatch.settings import Settings, StateSettings
+from raybatch.settings import Settings, StateSettings, model_prices
 from raybatch.state import open_state
 
 
@@ -26,7 +26,7 @@ def run_source(
     """Process a source; non-zero exit when any job failed, with the failures listed."""
     report = _run(settings, source, force=force, progress=progress, dashboard=dashboard)
     state = open_state(settings.section(StateSettings))
-    summary = status_summary(state, [j.id for j in report.jobs])
+    summary = status_summary(state, model_prices(settings), [j.id for j in report.jobs])
     if as_json:
         out.print_json({**summary, "failed": failures(report.jobs), "elapsed_s": round(report.elapsed, 2)})
     else:
@@ -62,7 +62,7 @@ def run_demo(
 def show_status(settings: Settings, *, as_json: bool = False, list_jobs: bool = False) -> int:
     """The state of every job on this database."""
     state = open_state(settings.section(StateSettings))
-    summary = status_summary(state)
+    summary = status_summary(state, model_prices(settings))
     if list_jobs:
         summary["job_list"] = [
             {

@@ -68,9 +68,24 @@ def status_table(summary: Mapping[str, Any]) -> Table:
     table.add_section()
     for name in ("jobs", "pages", "documents", "active_batches", "input_tokens", "output_tokens"):
         table.add_row(name.replace("_", " "), f"{summary[name]:,}")
+    table.add_row("requests (reused, emulated)", _requests(summary))
     table.add_row("estimated cost", f"${summary['estimated_cost_usd']:.4f}")
     table.add_row("paused", "yes" if summary["paused"] else "no")
+    if summary.get("spend"):
+        table.add_row("spend cap", spend_line(summary["spend"]))
     return table
+
+
+def _requests(summary: Mapping[str, Any]) -> str:
+    return f"{summary['requests']:,} ({summary['requests_reused']:,}, {summary['requests_emulated']:,})"
+
+
+def spend_line(spend: Mapping[str, Any]) -> str:
+    """The spend cap's state in a few words."""
+    names = {"max_run_usd": "a run", "max_day_usd": "a day"}
+    caps = [f"${spend[key]:.4f} {name}" for key, name in names.items() if spend.get(key)]
+    text = f"committed ${spend['committed_run_usd']:.4f} this run of {', '.join(caps) or 'no cap'}"
+    return text + (f"; PARKED: {spend['parked']}" if spend.get("parked") else "")
 
 
 def documents_table(by_file: Mapping[str, Sequence[DocumentRecord]]) -> Table:

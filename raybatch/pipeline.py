@@ -66,7 +66,11 @@ def run(
     notice: Notice = log.info,
     dashboard: bool = True,
 ) -> RunReport:
-    """Process every PDF or image under ``source`` (a folder, an s3:// prefix or a list of paths)."""
+    """Process every PDF or image under ``source`` (a folder, an s3:// prefix or a list of paths).
+
+    Raises ConfigError before any work when there is neither an API key nor the emulator asked for.
+    """
+    settings.require_claude()
     started = time.monotonic()
     state = open_state(settings.section(StateSettings))
     listing = list_sources(source, settings.section(StoreSettings))
@@ -142,7 +146,7 @@ def _prepare_cap(settings: Settings) -> int | Callable[[], int]:
 
 @contextlib.contextmanager
 def claude_endpoint(settings: Settings, notice: Notice) -> Iterator[tuple[Settings, str | None]]:
-    """The settings to reach Claude: as given, or pointing at a built-in emulator when no key is set."""
+    """The settings to reach Claude: as given, or pointing at a built-in emulator when it was asked for."""
     if not settings.uses_emulator:
         yield settings, None
         return
@@ -151,8 +155,8 @@ def claude_endpoint(settings: Settings, notice: Notice) -> Iterator[tuple[Settin
     host = "127.0.0.1" if _local_only() else ray.util.get_node_ip_address()
     with EmulatorServer(EmulatorConfig(processing_seconds=2.0), host=host) as server:
         notice(
-            f"ANTHROPIC_API_KEY is not set: using the built-in Claude emulator at {server.base_url} "
-            "(it answers by simple rules from the page text)"
+            f"emulator: using the built-in Claude emulator at {server.base_url} "
+            "(it answers by simple rules from the page text; its answers are marked as emulated)"
         )
         update = {"anthropic_base_url": server.base_url, "anthropic_api_key": SecretStr("emulator")}
         yield settings.model_copy(update=update), server.base_url

@@ -8,16 +8,22 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from raybatch.errors import ConfigError
 
+if TYPE_CHECKING:
+    from raybatch.cost import ModelPrices
+
 # Anthropic's hard limits for one Message Batch; the packer keeps below them.
 ANTHROPIC_BATCH_MAX_MB = 256
 ANTHROPIC_BATCH_MAX_REQUESTS = 100_000
+
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
 
 
 class ProcessingMode(StrEnum):
@@ -55,7 +61,7 @@ class ClaudeSettings(_Section):
     processing_mode: ProcessingMode = ProcessingMode.BATCH
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
-    claude_model: str = "claude-sonnet-5-5"
+    claude_model: str = DEFAULT_MODEL
     max_tokens: int = Field(4096, ge=256, le=64_000)
     batch_size: int = Field(30, ge=1, description="jobs taken per submit pass")
     batch_max_mb: int = Field(200, ge=1, le=ANTHROPIC_BATCH_MAX_MB)
@@ -64,6 +70,10 @@ class ClaudeSettings(_Section):
     poll_deadline: float = Field(48 * 3600.0, gt=0, description="seconds before a batch wait times out")
     sync_concurrency: int = Field(4, ge=1, le=64)
     max_attempts: int = Field(3, ge=1, le=20, description="tries per chunk across batches")
+    raybatch_emulator: bool = Field(False, description="answer with the built-in emulator, never Claude")
+    claude_prices: str | None = Field(None, description="JSON price table overriding the defaults")
+    max_cost_usd: float | None = Field(None, gt=0, description="spend cap of one run, in US dollars")
+    max_daily_cost_usd: float | None = Field(None, gt=0, description="spend cap of one UTC day, all runs")
 
 
 class PrepareSettings(_Section):
@@ -158,8 +168,18 @@ class Settings(
 
     @property
     def uses_emulator(self) -> bool:
-        """True when no API key is set: the built-in Claude emulator stands in."""
-        return self.anthropic_api_key is None and self.anthropic_base_url is None
+        """True when the built-in emulator was asked for (``--emulator``, ``RAYBATCH_EMULATOR=1``, demo)."""
+        return self.raybatch_emulator
+
+    def require_claude(self) -> None:
+        """Refuse to start without a way to Claude: a key, or the emulator asked for explicitly."""
+        model_prices(self)  # an unknown model's price stops here too
+        if self.raybatch_emulator or self.anthropic_api_key is not None:
+            return
+        raise ConfigError(
+            "ANTHROPIC_API_KEY is not set: set it to send pages to Claude, or pass --emulator "
+            "(RAYBATCH_EMULATOR=1) to answer with the built-in rule-based emulator instead"
+        )
 
 
 SectionT = TypeVar("SectionT", bound=BaseModel)
@@ -175,3 +195,10 @@ def load_settings(**overrides: Any) -> Settings:
             for err in exc.errors()
         )
         raise ConfigError(f"invalid settings: {problems}") from None
+
+
+def model_prices(claude: ClaudeSettings) -> ModelPrices:
+    """The prices of the configured model, ``CLAUDE_PRICES`` applied."""
+    from raybatch.cost import prices_for
+
+    return prices_for(claude.claude_model, claude.claude_prices)

@@ -28,15 +28,15 @@ from raybatch.claude.records import BatchState, PreparedRequest
 from raybatch.claude.sync_client import AnthropicMessageClient
 from raybatch.errors import BatchFailed, PermanentError, SpendLimitReached, TransientError, error_class
 from raybatch.metrics import Metrics
-from raybatch.models import BatchStatus, ChunkStatus, JobStatus
-from raybatch.settings import ClaudeSettings
+from raybatch.models import SYNC_BATCH_ID, BatchStatus, ChunkStatus, JobStatus
+from raybatch.settings import ClaudeSettings, model_prices
 from raybatch.state.port import BatchRecord, StateStore
 from raybatch.steps.pack import pack
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-SYNC_BATCH = "sync"  # the batch id chunks carry while a synchronous call is under way
+SYNC_BATCH = SYNC_BATCH_ID
 PARK_SECONDS = 600.0  # how long work waits after the account's spend limit was reached
 RESULT_READS = 5  # tries to read one batch's results when the stream is cut
 RESOLVE_SECONDS = 120.0  # a prepared payload not readable by then is treated as lost
@@ -89,7 +89,9 @@ class BatchCoordinator:
         self._monotonic = monotonic
         self._metrics = metrics or Metrics()
         self._pool = ThreadPoolExecutor(max_workers=4 + claude.sync_concurrency, thread_name_prefix="coord")
-        self._filer = ResultFiler(state, max_attempts=claude.max_attempts, metrics=self._metrics)
+        self._filer = ResultFiler(
+            state, max_attempts=claude.max_attempts, metrics=self._metrics, prices=model_prices(claude)
+        )
         self._offers: dict[int, Offer] = {}
         self._first_offer_at: float | None = None
         self._flush = False

@@ -22,6 +22,7 @@ import pymupdf
 
 from raybatch import ids
 from raybatch.claude.answer import PROMPT_VERSION, ChunkAnswer
+from raybatch.cost import prices_for
 from raybatch.errors import InvalidSource, LeaseLost, PermanentError, TransientError, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, JobStatus, Lease
@@ -200,9 +201,14 @@ class ResultWriter:
                 self._store.delete(key)
 
     def _manifest(self, job: JobRecord, records: Sequence[DocumentRecord]) -> bytes:
-        usage = self._state.usage_totals(job.id)
+        claude = self._claude
         return build_manifest(
-            job, records, usage, model=self._claude.claude_model, prompt_version=PROMPT_VERSION
+            job,
+            records,
+            self._state.get_chunks(job.id),
+            prices=prices_for(claude.claude_model, claude.claude_prices),
+            model=claude.claude_model,
+            prompt_version=PROMPT_VERSION,
         )
 
     def _put_json(self, key: str, data: bytes) -> None:

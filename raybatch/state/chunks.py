@@ -7,8 +7,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from raybatch.models import ChunkRecord, ChunkStatus, ResultType, Usage
+from raybatch.cost import add_usage
+from raybatch.models import SYNC_BATCH_ID, ChunkRecord, ChunkStatus, ResultType, Usage
 from raybatch.state.base import SqlBase, clip, in_groups
+from raybatch.state.port import RequestTotals
 from raybatch.state.rows import CHUNK_COLUMNS, chunk_record, chunk_values
 from raybatch.state.schema import chunks as chunk_rows
 
@@ -17,6 +19,7 @@ SUBMITTABLE = (ChunkStatus.PREPARED.value, ChunkStatus.RETRY.value)
 
 
 def _result_values(
+    batch_id: str,
     result: ResultType,
     answer: str | None,
     usage: Usage | None,
@@ -31,6 +34,7 @@ def _result_values(
         tokens = {name: getattr(usage or Usage(), name) for name in _TOKENS}
         return {
             **tokens,
+            "sent_mode": "sync" if batch_id == SYNC_BATCH_ID else "batch",
             "status": ChunkStatus.SUCCEEDED.value,
             "answer": answer,
             "error_class": None,
@@ -138,7 +142,8 @@ class ChunkQueries(SqlBase):
         """File one result; False (and nothing changed) for a duplicate, a stale batch or an
         unknown custom_id. An error with ``retry`` goes to RETRY until ``max_attempts`` tries
         have failed, then to FAILED; without ``retry`` straight to FAILED."""
-        values = _result_values(result, answer, usage, (error_class, error_message), retry, max_attempts)
+        error = (error_class, error_message)
+        values = _result_values(batch_id, result, answer, usage, error, retry, max_attempts)
         update = sa.update(chunk_rows).where(
             chunk_rows.c.custom_id == custom_id,
             chunk_rows.c.batch_id == batch_id,
@@ -155,3 +160,22 @@ class ChunkQueries(SqlBase):
         with self._read() as conn:
             row = conn.execute(query).one()
         return Usage(*(int(value) for value in row))
+
+    def request_totals(self, job_ids: Iterable[int] | None = None) -> RequestTotals:
+        """Tokens by sent mode and answer origins over all chunks, or those of ``job_ids``."""
+        mode = sa.func.coalesce(chunk_rows.c.sent_mode, "batch")
+        sums = [sa.func.coalesce(sa.func.sum(chunk_rows.c[name]), 0) for name in _TOKENS]
+        emulated = sa.func.sum(sa.case((chunk_rows.c.emulated, 1), else_=0))
+        reused = sa.func.sum(sa.case((chunk_rows.c.reused_from.is_not(None), 1), else_=0))
+        query = sa.select(mode, sa.func.count(), emulated, reused, *sums).group_by(mode)
+        groups: list[list[int] | None] = [None] if job_ids is None else list(in_groups(list(job_ids)))
+        usages: dict[str, list[Usage]] = {}
+        counts = [0, 0, 0]
+        with self._read() as conn:
+            for group in groups:
+                chosen = query if group is None else query.where(chunk_rows.c.job_id.in_(group))
+                for row in conn.execute(chosen):
+                    usages.setdefault(row[0], []).append(Usage(*(int(v) for v in row[4:])))
+                    counts = [total + int(v or 0) for total, v in zip(counts, row[1:4], strict=True)]
+        by_mode = {name: add_usage(items) for name, items in usages.items()}
+        return RequestTotals(by_mode, *counts)

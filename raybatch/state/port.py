@@ -48,6 +48,16 @@ class BatchRecord:
 
 
 @dataclass(frozen=True)
+class RequestTotals:
+    """Chunks of some jobs: tokens by the mode they were sent with, and who answered them."""
+
+    usage_by_mode: Mapping[str, Usage]
+    requests: int = 0
+    emulated: int = 0  # answered by the built-in emulator
+    reused: int = 0  # took an answer already held instead of being sent
+
+
+@dataclass(frozen=True)
 class ErrorRecord:
     """One classified failure of a job in a phase."""
 
@@ -177,6 +187,10 @@ class StateStore(Protocol):
 
     def usage_totals(self, job_id: int | None = None) -> Usage:
         """Token sums over all chunks, or one job's."""
+        ...
+
+    def request_totals(self, job_ids: Iterable[int] | None = None) -> RequestTotals:
+        """Tokens by sent mode and answer origins over all chunks, or those of ``job_ids``."""
         ...
 
     # --- batches --------------------------------------------------------------------------
