@@ -23,9 +23,10 @@ def parse_custom_id(value: str) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def processing_key(sha256: str, n: int, prompt_version: str, model: str) -> str:
-    """What makes one chunk's answer reusable: same bytes, same chunk, same prompt, same model."""
-    raw = f"{sha256}:{n}:{prompt_version}:{model}".encode()
+def processing_key(sha256: str, n: int, request_config: str) -> str:
+    """What makes one chunk's answer reusable: same bytes, same chunk, and the same request
+    configuration (``RequestConfig.fingerprint``: model, prompt, modality, OCR engine, images...)."""
+    raw = f"{sha256}:{n}:{request_config}".encode()
     return hashlib.sha256(raw).hexdigest()
 
 

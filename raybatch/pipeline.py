@@ -26,10 +26,11 @@ from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.actors.writer import WriteReport
 from raybatch.models import JobRecord, JobStatus
 from raybatch.register import Registrar
+from raybatch.reuse import reopen_changed, settings_config
 from raybatch.runtime import connect, get_coordinator, start_writers
 from raybatch.settings import Settings, StateSettings, StoreSettings
 from raybatch.sources import list_sources
-from raybatch.state import open_state
+from raybatch.state import StateStore, open_state
 from raybatch.steps.pack import megabytes
 from raybatch.tasks import RayPrepareTasks
 
@@ -85,6 +86,7 @@ def run(
     )
     jobs = [r.job for r in registrar.register_all(listing.files)]
     notice(f"{len(jobs)} jobs registered from {len(listing.files)} files")
+    _reopen_changed(state, jobs, settings, notice)
     owns_ray = connect(settings, dashboard=dashboard)
     try:
         with claude_endpoint(settings, notice) as (settings, emulator_url):
@@ -93,6 +95,15 @@ def run(
         if owns_ray:
             ray.shutdown()
     return RunReport(ended, listing.skipped, writes, time.monotonic() - started, emulator_url)
+
+
+def _reopen_changed(state: StateStore, jobs: Sequence[JobRecord], settings: Settings, notice: Notice) -> None:
+    """Finished jobs whose requests would now differ (model, prompt, modality, OCR, images, the
+    emulator) are done again; the others stay finished."""
+    config = settings_config(settings)
+    reopened = reopen_changed(state, jobs, lambda job, n: config.key(job.sha256, n))
+    if reopened:
+        notice(f"{len(reopened)} finished jobs go again: their requests changed since they were answered")
 
 
 def _drive(
@@ -146,9 +157,16 @@ def _prepare_cap(settings: Settings) -> int | Callable[[], int]:
 
 @contextlib.contextmanager
 def claude_endpoint(settings: Settings, notice: Notice) -> Iterator[tuple[Settings, str | None]]:
-    """The settings to reach Claude: as given, or pointing at a built-in emulator when it was asked for."""
+    """The settings to reach Claude: as given, or pointing at an emulator when it was asked for (the
+    one at ANTHROPIC_BASE_URL, else a built-in one started here)."""
     if not settings.uses_emulator:
         yield settings, None
+        return
+    if settings.anthropic_base_url:  # an emulator served apart (``raybatch emulator``)
+        url = settings.anthropic_base_url
+        notice(f"emulator: answers come from the emulator at {url} (marked as emulated)")
+        key = settings.anthropic_api_key or SecretStr("emulator")
+        yield settings.model_copy(update={"anthropic_api_key": key}), settings.anthropic_base_url
         return
     from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 

@@ -12,6 +12,7 @@ import ray
 from raybatch.actors.prepare import ChunkPreparer, ChunkSummary, PreparedChunk, memory_estimate
 from raybatch.models import JobRecord
 from raybatch.ocr import open_ocr
+from raybatch.reuse import settings_config
 from raybatch.settings import (
     ClaudeSettings,
     OcrSettings,
@@ -27,7 +28,7 @@ from raybatch.steps.chunk import ChunkPlan
 
 def _preparer(settings: Settings) -> tuple[ChunkPreparer, SqlStateStore]:
     """One preparer per worker process: the OCR engine's models load once."""
-    key = settings.model_dump_json(include={"database_url", "ocr_engine", "vision_endpoint", "claude_model"})
+    key = settings.model_dump_json()  # any change of settings makes a new preparer
     cached = _WORKER_CACHE.get(key)
     if cached is None:
         state = open_state(settings.section(StateSettings))
@@ -69,6 +70,10 @@ class RayPrepareTasks:
     def __init__(self, settings: Settings) -> None:
         self._settings = ray.put(settings)
         self._cpus = 1.0 / settings.ocr_workers
+        self._config = settings_config(settings)
+
+    def processing_key(self, job: JobRecord, n: int) -> str:
+        return self._config.key(job.sha256, n)
 
     def load(self, job: JobRecord) -> Any:
         return load_source.options(name=f"load job_{job.id}").remote(self._settings, job.source_uri)

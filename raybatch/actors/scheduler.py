@@ -19,9 +19,10 @@ from ray.exceptions import RayError, RayTaskError
 from raybatch.actors.prepare import ChunkSummary
 from raybatch.errors import RaybatchError, error_class
 from raybatch.metrics import Metrics
-from raybatch.models import ChunkStatus, JobRecord, JobStatus, Lease
+from raybatch.models import JobRecord, JobStatus, Lease
+from raybatch.reuse import outstanding
 from raybatch.state.port import StateStore
-from raybatch.steps.chunk import ChunkPlan, plan_chunks
+from raybatch.steps.chunk import ChunkPlan
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,10 @@ class PrepareTasks(Protocol):
         """A task preparing one chunk: refs to (ChunkSummary, PreparedChunk)."""
         ...
 
+    def processing_key(self, job: JobRecord, n: int) -> str:
+        """The key chunk ``n`` of ``job`` gets when these tasks prepare it."""
+        ...
+
 
 class PrepareScheduler:
     """Launches and collects prepare tasks for the jobs of one run."""
@@ -93,12 +98,13 @@ class PrepareScheduler:
         self._queue: deque[tuple[int, ChunkPlan]] = deque()
         self._in_flight: dict[Any, tuple[int, int, Any]] = {}
         self._measured: list[int] = []
+        self._answered_already: list[ReadyJob] = []
         self.pages_prepared = 0
 
     @property
     def idle(self) -> bool:
         """Nothing queued and nothing running."""
-        return not self._queue and not self._in_flight
+        return not self._queue and not self._in_flight and not self._answered_already
 
     @property
     def leases(self) -> list[Lease]:
@@ -135,7 +141,7 @@ class PrepareScheduler:
         """Collect what finished, then launch what the bounds allow; jobs now fully prepared."""
         # Collecting first refills a finished task's slot in this tick rather than the next one;
         # the jobs it hands back are not offered yet, so their bytes count as backlog here.
-        ready = self._collect()
+        ready, self._answered_already = self._answered_already + self._collect(), []
         self._launch(backlog_bytes + sum(job.request_bytes for job in ready))
         return ready
 
@@ -146,12 +152,12 @@ class PrepareScheduler:
             reason = f"prepare tried {lease.attempt - 1} times (workers killed or lost, e.g. out of memory)"
             self._state.fail_job(job.id, "prepare", "AttemptsExhausted", reason, lease=lease)
             return
-        done = {c.n for c in self._state.get_chunks(job.id) if c.status is ChunkStatus.SUCCEEDED}
-        plans = [p for p in plan_chunks(job.pages or 0) if p.n not in done]
+        plans = outstanding(self._state, job, self._tasks.processing_key)
         self._jobs[job.id] = JobInPrep(job, lease, {p.n for p in plans})
         self._queue.extend((job.id, plan) for plan in plans)
-        if not plans:
-            self._finish(job.id)
+        if not plans:  # every answer is already held: nothing to prepare, ready at the next tick
+            ready = self._finish(job.id)
+            self._answered_already.extend([ready] if ready else [])
 
     def _launch(self, backlog_bytes: int) -> None:
         cap = max(1, self._cap())

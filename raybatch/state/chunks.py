@@ -179,3 +179,17 @@ class ChunkQueries(SqlBase):
                     counts = [total + int(v or 0) for total, v in zip(counts, row[1:4], strict=True)]
         by_mode = {name: add_usage(items) for name, items in usages.items()}
         return RequestTotals(by_mode, *counts)
+
+    def answers_for(self, keys: Sequence[str]) -> dict[str, ChunkRecord]:
+        """A succeeded chunk for each of ``keys`` that has one (the oldest): answers already held."""
+        found: dict[str, ChunkRecord] = {}
+        succeeded = chunk_rows.c.status == ChunkStatus.SUCCEEDED.value
+        with self._read() as conn:
+            for group in in_groups(sorted(set(keys))):
+                query = (
+                    sa.select(chunk_rows)
+                    .where(succeeded, chunk_rows.c.processing_key.in_(group))
+                    .order_by(chunk_rows.c.id.desc())
+                )
+                found |= {row.processing_key: chunk_record(row) for row in conn.execute(query)}
+        return found

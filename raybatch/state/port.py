@@ -193,6 +193,10 @@ class StateStore(Protocol):
         """Tokens by sent mode and answer origins over all chunks, or those of ``job_ids``."""
         ...
 
+    def answers_for(self, keys: Sequence[str]) -> dict[str, ChunkRecord]:
+        """A succeeded chunk for each of ``keys`` that has one: answers already held, by key."""
+        ...
+
     # --- batches --------------------------------------------------------------------------
     def record_batch_intent(self, custom_ids: Sequence[str], request_bytes: int) -> int:
         """Record a batch of these requests in status CREATING, before creating it; its id."""
