@@ -105,6 +105,7 @@ def progress_line(progress: Progress) -> str:
         f"pages {progress.pages_prepared}/{progress.pages_total}, batches {progress.active_batches}, "
         f"writers {progress.writer_mb:.0f} MB, documents {progress.documents}, "
         f"{progress.elapsed:.0f} s{' [paused]' if progress.paused else ''}"
+        f"{f' [parked: {progress.parked}]' if progress.parked else ''}"
     )
 
 

@@ -55,6 +55,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         "page_modality": getattr(args, "modality", None),
         "raybatch_emulator": True if getattr(args, "emulator", False) else None,
         "max_cost_usd": getattr(args, "max_cost_usd", None),
+        "max_daily_cost_usd": getattr(args, "max_daily_cost_usd", None),
     }
     return load_settings(**overrides)
 
@@ -135,9 +136,13 @@ def cmd_emulator(args: argparse.Namespace) -> int:
 
 
 def _set_paused(args: argparse.Namespace, paused: bool) -> int:
+    from raybatch.spend import raise_caps
     from raybatch.state import open_state
 
-    state = open_state(settings_from(args).section(StateSettings))
+    settings = settings_from(args)
+    state = open_state(settings.section(StateSettings))
+    if not paused:
+        raise_caps(state, settings.max_cost_usd, settings.max_daily_cost_usd)
     state.set_paused(paused)
     print("paused: submissions and polls wait" if paused else "resumed")
     return 0
@@ -163,6 +168,9 @@ def _parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=text)
         _location_flags(command)
         command.set_defaults(handler=handler)
+        if name == "resume":
+            command.add_argument("--max-cost-usd", type=float, help="raise MAX_COST_USD of the run")
+            command.add_argument("--max-daily-cost-usd", type=float, help="raise MAX_DAILY_COST_USD")
         if name == "status":
             command.add_argument("--json", action="store_true", help="print one JSON object")
             command.add_argument("--jobs", action="store_true", help="list every job")
@@ -199,6 +207,7 @@ def _run_parser(sub: Any) -> None:
     run.add_argument("--modality", choices=["images", "adaptive", "text"], help="PAGE_MODALITY")
     run.add_argument("--emulator", action="store_true", help="answer with the built-in emulator (no key)")
     run.add_argument("--max-cost-usd", type=float, help="MAX_COST_USD: spend cap of this run")
+    run.add_argument("--max-daily-cost-usd", type=float, help="MAX_DAILY_COST_USD: cap of a UTC day")
     run.add_argument("--json", action="store_true", help="print a JSON summary at the end")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")

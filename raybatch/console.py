@@ -48,6 +48,7 @@ class ProgressBars:
         """Take one progress snapshot from the driver."""
         stages = ", ".join(f"{name} {count}" for name, count in sorted(progress.by_status.items()))
         paused = " [paused]" if progress.paused else ""
+        paused += f" [parked: {progress.parked}]" if progress.parked else ""
         self._bars.update(self._jobs, total=progress.total, completed=progress.done, detail=stages + paused)
         detail = (
             f"batches {progress.active_batches}, writers {progress.writer_mb:.0f} MB, "

@@ -116,3 +116,8 @@ def usage_by_mode(chunks: Iterable[ChunkRecord]) -> dict[str, Usage]:
     for chunk in chunks:
         grouped.setdefault(chunk.sent_mode or "batch", []).append(chunk.usage)
     return {mode: add_usage(usages) for mode, usages in grouped.items()}
+
+
+# Output tokens a page brings, measured on the sample corpus (the answer's JSON per chunk over its
+# pages); the estimate and the spend cap use it before any answer exists.
+EXPECTED_OUTPUT_TOKENS_PER_PAGE = 60

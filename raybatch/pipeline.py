@@ -30,6 +30,7 @@ from raybatch.reuse import reopen_changed, settings_config
 from raybatch.runtime import connect, get_coordinator, start_writers
 from raybatch.settings import Settings, StateSettings, StoreSettings
 from raybatch.sources import list_sources
+from raybatch.spend import start_run
 from raybatch.state import StateStore, open_state
 from raybatch.steps.pack import megabytes
 from raybatch.tasks import RayPrepareTasks
@@ -87,6 +88,7 @@ def run(
     jobs = [r.job for r in registrar.register_all(listing.files)]
     notice(f"{len(jobs)} jobs registered from {len(listing.files)} files")
     _reopen_changed(state, jobs, settings, notice)
+    start_run(state, settings.max_cost_usd, settings.max_daily_cost_usd)
     owns_ray = connect(settings, dashboard=dashboard)
     try:
         with claude_endpoint(settings, notice) as (settings, emulator_url):

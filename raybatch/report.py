@@ -12,6 +12,7 @@ from typing import Any
 from raybatch.cost import ModelPrices, add_usage, cost_usd
 from raybatch.evaluate import evaluate
 from raybatch.models import DocumentRecord, JobRecord, JobStatus
+from raybatch.spend import spend_status
 from raybatch.state.port import StateStore
 
 EVAL_KEYS = (
@@ -49,6 +50,7 @@ def status_summary(
         "requests": totals.requests,
         "requests_reused": totals.reused,
         "requests_emulated": totals.emulated,
+        "spend": spend_status(state, prices),
     }
 
 

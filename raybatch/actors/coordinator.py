@@ -30,6 +30,7 @@ from raybatch.errors import BatchFailed, PermanentError, SpendLimitReached, Tran
 from raybatch.metrics import Metrics
 from raybatch.models import SYNC_BATCH_ID, BatchStatus, ChunkStatus, JobStatus
 from raybatch.settings import ClaudeSettings, model_prices
+from raybatch.spend import SpendGate
 from raybatch.state.port import BatchRecord, StateStore
 from raybatch.steps.pack import pack
 
@@ -92,6 +93,7 @@ class BatchCoordinator:
         self._filer = ResultFiler(
             state, max_attempts=claude.max_attempts, metrics=self._metrics, prices=model_prices(claude)
         )
+        self._spend = SpendGate(state, model_prices(claude))
         self._offers: dict[int, Offer] = {}
         self._first_offer_at: float | None = None
         self._flush = False
@@ -209,6 +211,9 @@ class BatchCoordinator:
             return False
         requests = await self._requests_for(offers)
         sync_ids = {o.job_id for o in offers if o.mode == "sync"}
+        requests, held = await self._io(self._spend.admit, requests, sync_ids)
+        if held and not requests:
+            return False  # parked by the spend cap until it is raised
         sync = [r for r in requests if r.job_id in sync_ids]
         batch = [r for r in requests if r.job_id not in sync_ids]
         if sync:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -193,3 +194,25 @@ class ChunkQueries(SqlBase):
                 )
                 found |= {row.processing_key: chunk_record(row) for row in conn.execute(query)}
         return found
+
+    def record_sent(self, sent: Mapping[str, tuple[str, float]]) -> None:
+        """Chunks about to be sent: custom_id → (mode, expected cost in US dollars); stamped now."""
+        now = self._now()
+        with self._write() as conn:
+            for cid, (mode, cost) in sent.items():
+                values = {"sent_mode": mode, "estimated_cost_usd": cost, "sent_at": now}
+                conn.execute(sa.update(chunk_rows).where(chunk_rows.c.custom_id == cid).values(values))
+
+    def spend_since(self, since: datetime) -> tuple[float, dict[str, Usage]]:
+        """What requests sent since ``since`` commit: expected cost of those still in flight, and the
+        tokens of those answered, by the mode they were sent with."""
+        sent = chunk_rows.c.sent_at >= since
+        flying = chunk_rows.c.status == ChunkStatus.SUBMITTED.value
+        in_flight = sa.select(sa.func.coalesce(sa.func.sum(chunk_rows.c.estimated_cost_usd), 0.0))
+        mode = sa.func.coalesce(chunk_rows.c.sent_mode, "batch")
+        sums = [sa.func.coalesce(sa.func.sum(chunk_rows.c[name]), 0) for name in _TOKENS]
+        answered = sa.select(mode, *sums).where(sent, ~flying).group_by(mode)
+        with self._read() as conn:
+            expected = float(conn.execute(in_flight.where(sent, flying)).scalar() or 0.0)
+            usage = {row[0]: Usage(*(int(v) for v in row[1:])) for row in conn.execute(answered)}
+        return expected, usage

@@ -197,6 +197,15 @@ class StateStore(Protocol):
         """A succeeded chunk for each of ``keys`` that has one: answers already held, by key."""
         ...
 
+    def record_sent(self, sent: Mapping[str, tuple[str, float]]) -> None:
+        """Chunks about to be sent: custom_id → (mode, expected cost in US dollars); stamped now."""
+        ...
+
+    def spend_since(self, since: datetime) -> tuple[float, dict[str, Usage]]:
+        """Expected cost of requests sent since ``since`` still in flight, and the tokens of those
+        answered by sent mode."""
+        ...
+
     # --- batches --------------------------------------------------------------------------
     def record_batch_intent(self, custom_ids: Sequence[str], request_bytes: int) -> int:
         """Record a batch of these requests in status CREATING, before creating it; its id."""
@@ -283,6 +292,14 @@ class StateStore(Protocol):
 
     def set_paused(self, paused: bool) -> None:
         """Set or clear the pause flag."""
+        ...
+
+    def get_flags(self, prefix: str) -> dict[str, str]:
+        """Every stored setting whose key starts with ``prefix`` (the spend cap keeps its own)."""
+        ...
+
+    def set_flags(self, values: Mapping[str, str | None]) -> None:
+        """Store settings by key; None removes one."""
         ...
 
     # --- lifecycle ------------------------------------------------------------------------
