@@ -1,4 +1,4 @@
-"""``raybatch``: run, demo, status, pause, resume, cancel, eval, samples, emulator.
+"""``raybatch``: run, estimate, demo, status, pause, resume, cancel, eval, samples, emulator.
 
 Thin: parse arguments, build the settings once, configure logging, call the library.
 """
@@ -64,12 +64,26 @@ def settings_from(args: argparse.Namespace) -> Settings:
 def cmd_run(args: argparse.Namespace) -> int:
     from raybatch.commands import run_source
 
+    if args.dry_run:
+        return cmd_estimate(args)
     return run_source(
         settings_from(args),
         args.source,
         force=args.force,
         as_json=args.json,
         progress=not args.quiet,
+        dashboard=not args.no_dashboard,
+    )
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from raybatch.commands import estimate_source
+
+    return estimate_source(
+        settings_from(args),
+        args.source,
+        sample=args.sample,
+        as_json=args.json,
         dashboard=not args.no_dashboard,
     )
 
@@ -195,10 +209,20 @@ def _location_flags(command: argparse.ArgumentParser) -> None:
 
 def _run_parser(sub: Any) -> None:
     run = sub.add_parser("run", help="process every PDF or image under SOURCE")
+    _run_flags(run)
+    run.add_argument("--force", action="store_true", help="new jobs even for files seen before")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.add_argument("--dry-run", action="store_true", help="estimate instead: prepare, count, send nothing")
+    run.set_defaults(handler=cmd_run)
+    estimate = sub.add_parser("estimate", help="prepare SOURCE and say what it will cost; send nothing")
+    _run_flags(estimate)
+    estimate.set_defaults(handler=cmd_estimate)
+
+
+def _run_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument("source", help="a folder, a file, or s3://bucket/prefix")
     _location_flags(run)
     run.add_argument("--mode", choices=["batch", "sync"], help="PROCESSING_MODE for these jobs")
-    run.add_argument("--force", action="store_true", help="new jobs even for files seen before")
     run.add_argument("--result-workers", type=int, help="RESULT_WORKERS")
     run.add_argument("--max-concurrent-mb", type=int, help="MAX_CONCURRENT_MB")
     run.add_argument("--batch-size", type=int, help="BATCH_SIZE: jobs per submit pass")
@@ -208,10 +232,9 @@ def _run_parser(sub: Any) -> None:
     run.add_argument("--emulator", action="store_true", help="answer with the built-in emulator (no key)")
     run.add_argument("--max-cost-usd", type=float, help="MAX_COST_USD: spend cap of this run")
     run.add_argument("--max-daily-cost-usd", type=float, help="MAX_DAILY_COST_USD: cap of a UTC day")
-    run.add_argument("--json", action="store_true", help="print a JSON summary at the end")
-    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    run.add_argument("--sample", type=int, help="estimate: requests counted at most (200)")
     run.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")
-    run.set_defaults(handler=cmd_run)
 
 
 def _demo_parser(sub: Any) -> None:

@@ -35,6 +35,27 @@ def run_source(
     return _exit_code(report)
 
 
+def estimate_source(
+    settings: Settings,
+    source: str | Sequence[str],
+    *,
+    sample: int | None = None,
+    as_json: bool = False,
+    dashboard: bool = True,
+) -> int:
+    """Prepare a source without sending it; print what it will take and cost."""
+    from raybatch.estimate import DEFAULT_SAMPLE, estimate
+
+    report = estimate(
+        settings, source, sample=sample or DEFAULT_SAMPLE, notice=out.errors.print, dashboard=dashboard
+    )
+    if as_json:
+        out.print_json(report)
+    else:
+        out.console.print(out.estimate_table(report))
+    return 0
+
+
 def run_demo(
     settings: Settings,
     folder: Path,

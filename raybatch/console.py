@@ -130,3 +130,25 @@ def print_json(value: Any) -> None:
     console.print_json(json.dumps(value, default=str)) if console.is_terminal else print(
         json.dumps(value, default=str)
     )
+
+
+def estimate_table(report: Mapping[str, Any]) -> Table:
+    """``raybatch estimate`` as a table."""
+    table = Table(title=f"estimate: {report['model']}, {report['modality']}, {report['mode']}")
+    table.add_column("what")
+    table.add_column("", justify="right")
+    for name in ("files", "jobs_to_send", "pages", "requests", "requests_reused", "batches"):
+        table.add_row(name.replace("_", " "), f"{report[name]:,}")
+    counted = f"{report['requests_counted']:,} counted, extrapolated" if report["extrapolated"] else "counted"
+    table.add_row(f"input tokens ({counted})", f"{report['input_tokens']:,}")
+    table.add_row("expected output tokens", f"{report['expected_output_tokens']:,}")
+    table.add_section()
+    table.add_row("cost at batch prices", f"${report['cost_batch_usd']:.4f}")
+    table.add_row("cost at sync prices", f"${report['cost_sync_usd']:.4f}")
+    table.add_row("saved by batching", f"${report['saving_batching_usd']:.4f}")
+    as_text = f"saved by PAGE_MODALITY ({report['pages_as_text']:,} pages as text)"
+    table.add_row(as_text, f"${report['saving_modality_usd']:.4f}")
+    prices = report["prices"]
+    per_million = f"${prices['input']} / ${prices['output']} (taken {prices['taken']})"
+    table.add_row("prices per million tokens, in / out", per_million)
+    return table

@@ -120,4 +120,4 @@ def usage_by_mode(chunks: Iterable[ChunkRecord]) -> dict[str, Usage]:
 
 # Output tokens a page brings, measured on the sample corpus (the answer's JSON per chunk over its
 # pages); the estimate and the spend cap use it before any answer exists.
-EXPECTED_OUTPUT_TOKENS_PER_PAGE = 60
+EXPECTED_OUTPUT_TOKENS_PER_PAGE = 44

@@ -29,7 +29,7 @@ from raybatch.register import Registrar
 from raybatch.reuse import reopen_changed, settings_config
 from raybatch.runtime import connect, get_coordinator, start_writers
 from raybatch.settings import Settings, StateSettings, StoreSettings
-from raybatch.sources import list_sources
+from raybatch.sources import SourceListing, list_sources
 from raybatch.spend import start_run
 from raybatch.state import StateStore, open_state
 from raybatch.steps.pack import megabytes
@@ -74,6 +74,22 @@ def run(
     """
     settings.require_claude()
     started = time.monotonic()
+    state, listing, jobs = register_source(settings, source, force=force, notice=notice)
+    start_run(state, settings.max_cost_usd, settings.max_daily_cost_usd)
+    owns_ray = connect(settings, dashboard=dashboard)
+    try:
+        with claude_endpoint(settings, notice) as (settings, emulator_url):
+            ended, writes = _drive(settings, [j.id for j in jobs], on_progress)
+    finally:
+        if owns_ray:
+            ray.shutdown()
+    return RunReport(ended, listing.skipped, writes, time.monotonic() - started, emulator_url)
+
+
+def register_source(
+    settings: Settings, source: str | Sequence[str], *, force: bool, notice: Notice
+) -> tuple[StateStore, SourceListing, list[JobRecord]]:
+    """Register every file of ``source`` as a job; finished jobs whose requests changed go again."""
     state = open_state(settings.section(StateSettings))
     listing = list_sources(source, settings.section(StoreSettings))
     for name in listing.skipped:
@@ -88,15 +104,7 @@ def run(
     jobs = [r.job for r in registrar.register_all(listing.files)]
     notice(f"{len(jobs)} jobs registered from {len(listing.files)} files")
     _reopen_changed(state, jobs, settings, notice)
-    start_run(state, settings.max_cost_usd, settings.max_daily_cost_usd)
-    owns_ray = connect(settings, dashboard=dashboard)
-    try:
-        with claude_endpoint(settings, notice) as (settings, emulator_url):
-            ended, writes = _drive(settings, [j.id for j in jobs], on_progress)
-    finally:
-        if owns_ray:
-            ray.shutdown()
-    return RunReport(ended, listing.skipped, writes, time.monotonic() - started, emulator_url)
+    return state, listing, state.get_jobs([j.id for j in jobs])
 
 
 def _reopen_changed(state: StateStore, jobs: Sequence[JobRecord], settings: Settings, notice: Notice) -> None:

@@ -10,8 +10,11 @@ from typing import Any
 import ray
 
 from raybatch.actors.prepare import ChunkPreparer, ChunkSummary, PreparedChunk, memory_estimate
+from raybatch.ids import job_prefix
 from raybatch.models import JobRecord
+from raybatch.objects import open_store
 from raybatch.ocr import open_ocr
+from raybatch.prepared import load_prepared, prepared_key, save_prepared
 from raybatch.reuse import settings_config
 from raybatch.settings import (
     ClaudeSettings,
@@ -56,24 +59,38 @@ def load_source(settings: Settings, uri: str) -> bytes:
 
 @ray.remote(max_retries=2, retry_exceptions=False)
 def prepare_chunk(
-    settings: Settings, job: JobRecord, plan: ChunkPlan, data: bytes
+    settings: Settings, job: JobRecord, plan: ChunkPlan, data: bytes, keep: bool = False
 ) -> tuple[ChunkSummary, PreparedChunk]:
-    """Render, read and package one chunk."""
+    """Render, read and package one chunk; with ``keep``, also keep it in the object store."""
     preparer, _ = _preparer(settings)
     chunk = preparer.prepare(job, plan, data)
+    if keep:
+        save_prepared(open_store(settings.section(StoreSettings)), chunk)
     return chunk.summary(), chunk
 
 
 class RayPrepareTasks:
     """Launches the prepare stage's tasks with readable names and honest memory requests."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, keep: bool = False) -> None:
         self._settings = ray.put(settings)
         self._cpus = 1.0 / settings.ocr_workers
         self._config = settings_config(settings)
+        self._keep = keep  # keep what is prepared in the object store (``estimate``)
+        self._store = open_store(settings.section(StoreSettings))
+        self._kept: dict[int, set[str]] = {}
 
     def processing_key(self, job: JobRecord, n: int) -> str:
         return self._config.key(job.sha256, n)
+
+    def stored(self, job: JobRecord, plan: ChunkPlan) -> tuple[Any, Any] | None:
+        """Refs to a chunk prepared earlier and kept under the key it would get now, or None."""
+        if job.id not in self._kept:
+            self._kept[job.id] = set(self._store.list(f"{job_prefix(job.id)}/prepared/"))
+        if prepared_key(job.id, plan.n) not in self._kept[job.id]:
+            return None
+        chunk = load_prepared(self._store, job.id, plan.n, self.processing_key(job, plan.n))
+        return None if chunk is None else (ray.put(chunk.summary()), ray.put(chunk))
 
     def load(self, job: JobRecord) -> Any:
         return load_source.options(name=f"load job_{job.id}").remote(self._settings, job.source_uri)
@@ -85,6 +102,7 @@ class RayPrepareTasks:
             "num_cpus": self._cpus,
             "num_returns": 2,
         }
-        refs: Any = prepare_chunk.options(**options).remote(self._settings, job, plan, source)
+        task: Any = prepare_chunk.options(**options)
+        refs = task.remote(self._settings, job, plan, source, self._keep)
         summary, payload = refs  # num_returns=2: one ref each
         return summary, payload

@@ -44,6 +44,7 @@ class Progress:
     paused: bool
     elapsed: float
     parked: str | None = None  # why submissions wait for a higher spend cap
+    pages_from_store: int = 0  # of pages_prepared: prepared by an earlier ``estimate``, not again
 
     @property
     def done(self) -> int:
@@ -227,6 +228,7 @@ class Driver:
             paused=bool(snapshot and snapshot.paused),
             elapsed=self._monotonic() - self._started,
             parked=parked_reason(self._state),
+            pages_from_store=self._parts.scheduler.pages_from_store,
         )
 
 

@@ -66,6 +66,10 @@ class PrepareTasks(Protocol):
         """The key chunk ``n`` of ``job`` gets when these tasks prepare it."""
         ...
 
+    def stored(self, job: JobRecord, plan: ChunkPlan) -> tuple[Any, Any] | None:
+        """Refs to (ChunkSummary, PreparedChunk) prepared earlier under the same key, or None."""
+        ...
+
 
 class PrepareScheduler:
     """Launches and collects prepare tasks for the jobs of one run."""
@@ -99,6 +103,8 @@ class PrepareScheduler:
         self._in_flight: dict[Any, tuple[int, int, Any]] = {}
         self._measured: list[int] = []
         self._answered_already: list[ReadyJob] = []
+        self._from_store: set[Any] = set()
+        self.pages_from_store = 0  # of pages_prepared: taken as an earlier run had prepared them
         self.pages_prepared = 0
 
     @property
@@ -170,9 +176,14 @@ class PrepareScheduler:
                 self._launch_one(prep, plan)
 
     def _launch_one(self, prep: JobInPrep, plan: ChunkPlan) -> None:
-        if prep.source is None:
-            prep.source = self._tasks.load(prep.job)
-        summary, payload = self._tasks.prepare(prep.job, plan, prep.source)
+        stored = self._tasks.stored(prep.job, plan)  # kept by an earlier ``estimate``
+        if stored is None:
+            if prep.source is None:
+                prep.source = self._tasks.load(prep.job)
+            stored = self._tasks.prepare(prep.job, plan, prep.source)
+        else:
+            self._from_store.add(stored[0])
+        summary, payload = stored
         self._in_flight[summary] = (prep.job.id, plan.n, payload)
 
     def _expected_bytes(self) -> int:
@@ -196,10 +207,12 @@ class PrepareScheduler:
             except RayError as exc:
                 self._fail(job_id, exc)
                 continue
-            ready.extend(self._chunk_done(job_id, n, summary, payload))
+            ready.extend(self._chunk_done(job_id, n, summary, payload, ref))
         return ready
 
-    def _chunk_done(self, job_id: int, n: int, summary: ChunkSummary, payload: Any) -> list[ReadyJob]:
+    def _chunk_done(
+        self, job_id: int, n: int, summary: ChunkSummary, payload: Any, ref: Any = None
+    ) -> list[ReadyJob]:
         prep = self._jobs[job_id]
         self._state.save_chunks(job_id, [summary.record])
         prep.payloads[n] = payload
@@ -208,6 +221,8 @@ class PrepareScheduler:
         self._measured.append(summary.record.request_bytes)
         pages = summary.record.last_page - summary.record.first_page + 1
         self.pages_prepared += pages
+        self.pages_from_store += pages if ref in self._from_store else 0
+        self._from_store.discard(ref)
         self._metrics.pages_prepared(pages, summary.ocr_pages)
         if prep.waiting:
             return []

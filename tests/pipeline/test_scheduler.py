@@ -32,6 +32,9 @@ class FakeTasks:
     def load(self, job: JobRecord) -> Any:
         return ("source", job.id)
 
+    def stored(self, job: JobRecord, plan: ChunkPlan) -> tuple[Any, Any] | None:
+        return None
+
     def processing_key(self, job: JobRecord, n: int) -> str:
         return f"{job.sha256[:8]}-{n}-{self.config}"
 
