@@ -193,12 +193,15 @@ class ResultWriter:
         return grouped
 
     def _drop_stale_objects(self, job_id: int, count: int) -> None:
-        """A rerun that found fewer documents leaves no objects of the old ones behind."""
+        """A rerun that found fewer documents leaves no objects of the old ones behind; requests
+        prepared ahead (by ``estimate``) are dropped once answered."""
         keep = {ids.document_pdf_key(job_id, i) for i in range(count)}
         keep |= {ids.document_thumb_key(job_id, i) for i in range(count)}
         for key in list(self._store.list(f"{ids.job_prefix(job_id)}/documents/")):
             if key not in keep:
                 self._store.delete(key)
+        for key in list(self._store.list(f"{ids.job_prefix(job_id)}/prepared/")):
+            self._store.delete(key)  # requests an ``estimate`` prepared ahead: answered now
 
     def _manifest(self, job: JobRecord, records: Sequence[DocumentRecord]) -> bytes:
         claude = self._claude

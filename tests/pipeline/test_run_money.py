@@ -10,13 +10,15 @@ import anthropic
 import pytest
 from pipeline_support import CorpusRun, corpus_subset, warm_settings
 
+from raybatch.actors.driver import Progress
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.cost import prices_for
+from raybatch.estimate import estimate
 from raybatch.models import JobStatus
 from raybatch.objects import LocalObjectStore
 from raybatch.pipeline import run
 from raybatch.report import status_summary
-from raybatch.settings import Modality, Settings, StateSettings
+from raybatch.settings import DEFAULT_MODEL, Modality, Settings, StateSettings
 from raybatch.state import open_state
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -29,8 +31,8 @@ def requests_sent(emulator: EmulatorServer) -> int:
         return sum(sum(b.request_counts.model_dump().values()) for b in batches)
 
 
-def _smallest(corpus: CorpusRun) -> str:
-    return min(corpus.truth["bundles"], key=lambda b: b["pages"])["file"]
+def _smallest(corpus: CorpusRun, count: int = 1) -> list[str]:
+    return [b["file"] for b in sorted(corpus.truth["bundles"], key=lambda b: b["pages"])[:count]]
 
 
 def _summary(settings: Settings) -> dict:
@@ -48,7 +50,7 @@ def test_emulated_answers_are_marked_redone_under_a_key_and_reused_only_when_unc
 ) -> None:
     emulator.config.processing_seconds = 0.0
     source = str(tmp_path / "in")
-    corpus_subset(corpus_run, [_smallest(corpus_run)], tmp_path / "in")
+    corpus_subset(corpus_run, _smallest(corpus_run), tmp_path / "in")
     real = warm_settings(corpus_run, tmp_path / "home", emulator)  # an emulator with a key: "real"
     emulated = real.model_copy(update={"raybatch_emulator": True})
 
@@ -72,3 +74,49 @@ def test_emulated_answers_are_marked_redone_under_a_key_and_reused_only_when_unc
 
     other = real.model_copy(update={"page_modality": Modality.IMAGES})  # another request: sent again
     assert run(other, source).ok and requests_sent(emulator) == 3 * chunks
+
+
+def test_estimate_predicts_the_run_that_prepares_nothing_again(
+    corpus_run: CorpusRun, emulator: EmulatorServer, tmp_path: Path
+) -> None:
+    emulator.config.processing_seconds = 0.0
+    source = str(tmp_path / "in")
+    corpus_subset(corpus_run, _smallest(corpus_run, 2), tmp_path / "in")
+    settings = warm_settings(corpus_run, tmp_path / "home", emulator)
+
+    predicted = estimate(settings, source, dashboard=False)
+    assert requests_sent(emulator) == 0 and not predicted["extrapolated"]
+    assert predicted["cost_sync_usd"] == pytest.approx(2 * predicted["cost_batch_usd"], abs=1e-6)
+    sampled = estimate(settings, source, sample=2, dashboard=False)  # prepared work is taken again
+    assert sampled["extrapolated"] and sampled["requests_counted"] <= 3
+    assert sampled["input_tokens"] == pytest.approx(predicted["input_tokens"], rel=0.25)
+
+    progress: list[Progress] = []
+    assert run(settings, source, on_progress=progress.append).ok
+    assert progress[-1].pages_from_store == progress[-1].pages_total > 0  # nothing prepared again
+    summary = _summary(settings)
+    assert predicted["requests"] == summary["requests"] == requests_sent(emulator)
+    assert predicted["input_tokens"] == pytest.approx(summary["input_tokens"], rel=0.05)
+    assert predicted["cost_batch_usd"] == pytest.approx(summary["estimated_cost_usd"], rel=0.10)
+    assert not [k for k in LocalObjectStore(settings.store).list("jobs/") if "/prepared/" in k]
+
+
+def test_sync_and_batch_costs_differ_by_the_batch_discount_everywhere(
+    corpus_run: CorpusRun, emulator: EmulatorServer, tmp_path: Path
+) -> None:
+    emulator.config.processing_seconds = 0.0
+    source = str(tmp_path / "in")
+    corpus_subset(corpus_run, _smallest(corpus_run), tmp_path / "in")
+    runs = {}
+    for mode in ("batch", "sync"):
+        settings = warm_settings(corpus_run, tmp_path / mode, emulator, processing_mode=mode)
+        assert run(settings, source).ok
+        runs[mode] = (_summary(settings), _manifests(settings))
+    (batch, batch_manifests), (sync, sync_manifests) = runs["batch"], runs["sync"]
+    discount = prices_for(DEFAULT_MODEL).batch_discount
+    assert batch["input_tokens"] == sync["input_tokens"] and batch["output_tokens"] == sync["output_tokens"]
+    assert batch["estimated_cost_usd"] == pytest.approx(sync["estimated_cost_usd"] * discount, abs=1e-6)
+    for in_batch, in_sync in zip(batch_manifests, sync_manifests, strict=True):
+        assert list(in_sync["usage_by_mode"]) == ["sync"] and list(in_batch["usage_by_mode"]) == ["batch"]
+        expected = in_sync["estimated_cost_usd"] * discount
+        assert in_batch["estimated_cost_usd"] == pytest.approx(expected, abs=1e-6)
