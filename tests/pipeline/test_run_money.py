@@ -4,6 +4,8 @@ they would be the same, costs that follow the mode each request was sent with.""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import anthropic
@@ -19,6 +21,7 @@ from raybatch.objects import LocalObjectStore
 from raybatch.pipeline import run
 from raybatch.report import status_summary
 from raybatch.settings import DEFAULT_MODEL, Modality, Settings, StateSettings
+from raybatch.spend import parked_reason, raise_caps
 from raybatch.state import open_state
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -120,3 +123,32 @@ def test_sync_and_batch_costs_differ_by_the_batch_discount_everywhere(
         assert list(in_sync["usage_by_mode"]) == ["sync"] and list(in_batch["usage_by_mode"]) == ["batch"]
         expected = in_sync["estimated_cost_usd"] * discount
         assert in_batch["estimated_cost_usd"] == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_run_over_its_cap_parks_then_completes_after_resume_with_a_higher_cap(
+    corpus_run: CorpusRun, emulator: EmulatorServer, tmp_path: Path
+) -> None:
+    emulator.config.processing_seconds = 0.0
+    source = str(tmp_path / "in")
+    corpus_subset(corpus_run, _smallest(corpus_run, 2), tmp_path / "in")
+    settings = warm_settings(corpus_run, tmp_path / "home", emulator, max_cost_usd=0.000001)
+    state = open_state(settings.section(StateSettings))
+    progress: list[Progress] = []
+    done: list[bool] = []
+    thread = threading.Thread(
+        target=lambda: done.append(run(settings, source, on_progress=progress.append).ok)
+    )
+    thread.start()
+    deadline = time.monotonic() + 300
+    while parked_reason(state) is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert parked_reason(state) is not None, "the run never parked"
+    time.sleep(2.0)  # several coordinator passes: nothing goes while parked
+    assert requests_sent(emulator) == 0
+    assert _summary(settings)["spend"]["parked"]
+    assert any(p.parked for p in progress)
+
+    raise_caps(state, 100.0, None)  # ``raybatch resume --max-cost-usd 100``
+    thread.join(300)
+    assert done == [True] and parked_reason(state) is None
+    assert 0 < _summary(settings)["spend"]["committed_run_usd"] <= 100.0
