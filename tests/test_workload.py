@@ -112,7 +112,7 @@ def test_a_run_without_room_works_at_its_floors_until_a_holder_leaves(
 
 def test_a_run_whose_lease_ran_out_takes_it_again_or_falls_to_its_floors(settings: Settings) -> None:
     now = [T0]
-    store = SqlWorkloadStore.from_url(settings.database_url, now=lambda: now[0])
+    store = SqlWorkloadStore.from_url(settings.database_url.get_secret_value(), now=lambda: now[0])
     store.migrate()
     run = make_budget(store, settings, "run-a")
     run.keep()
@@ -208,7 +208,7 @@ class FakeMonotonic:
 # --- the CLI and dying holders --------------------------------------------------------------
 def test_the_cli_lists_holders(settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
     with workload.hold("export", 3, settings=settings):
-        assert main(["workload", "--db", settings.database_url, "--json"]) == 0
+        assert main(["workload", "--db", settings.database_url.get_secret_value(), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert (listed["capacity"], listed["in_use"], listed["free"]) == (12, 3, 9)
     assert [(h["holder"], h["units"], h["elastic"]) for h in listed["holders"]] == [("export", 3, False)]
@@ -230,7 +230,7 @@ def test_a_command_held_from_the_cli_shrinks_a_run_while_it_runs(
             "export",
             "6",
             "--db",
-            settings.database_url,
+            settings.database_url.get_secret_value(),
             "--",
             sys.executable,
             "-c",
@@ -273,7 +273,7 @@ def test_a_holder_killed_with_sigkill_frees_its_units_after_its_ttl(
 ) -> None:
     ttl = 2.0
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_FOREVER, settings.database_url, str(ttl)],
+        [sys.executable, "-c", HOLD_FOREVER, settings.database_url.get_secret_value(), str(ttl)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -307,9 +307,8 @@ def test_a_cli_hold_stopped_with_sigterm_ends_its_command_and_gives_back_at_once
     store: SqlWorkloadStore, settings: Settings, tmp_path: Path
 ) -> None:
     never = [sys.executable, "-c", WAIT_FOR_FILE.format(path=str(tmp_path / "never"))]
-    cli = subprocess.Popen(
-        [*RAYBATCH, "workload", "hold", "export", "4", "--db", settings.database_url, "--", *never]
-    )
+    url = settings.database_url.get_secret_value()
+    cli = subprocess.Popen([*RAYBATCH, "workload", "hold", "export", "4", "--db", url, "--", *never])
     try:
         wait_until(lambda: len(store.live_leases()) == 1, "the CLI never took its units")
         cli.send_signal(signal.SIGTERM)
