@@ -37,8 +37,8 @@ def test_a_storage_outage_while_writing_sends_the_job_back(state: SqlStateStore,
     assert write_once(state, store, job_id).status is JobStatus.COMPLETED
     rows = state.list_documents(job_id)
     assert len(rows) == len(truth["bundles"][0]["documents"])
-    documents = f"{OutputKeys(state.database_id()).job_prefix(job_id)}/documents/"
-    pdfs = [k for k in store.list(documents) if k.endswith(".pdf")]
+    prefix = OutputKeys(state.database_id()).job_prefix(job_id)
+    pdfs = [k for k in store.list(f"{prefix}/documents/") if k.endswith(".pdf")]
     assert sorted(pdfs) == sorted(d.pdf_key for d in rows), "one PDF per row"
 
 

@@ -13,6 +13,7 @@ from test_run_recovery import Background, assert_written_once, batch_in_flight, 
 
 from raybatch.actors.coordinator import SYNC_BATCH
 from raybatch.claude.emulator import EmulatorServer
+from raybatch.ids import OutputKeys
 from raybatch.models import ChunkStatus, JobStatus
 from raybatch.objects import LocalObjectStore
 from raybatch.report import evaluate_run
@@ -103,7 +104,8 @@ def assert_documents_once(settings: Settings, truth: dict) -> None:
     assert {j.status for j in state.list_jobs()} == {JobStatus.COMPLETED}
     rows = state.list_documents()
     assert len({(d.job_id, d.index) for d in rows}) == len(rows)
-    pdfs = {k for k in LocalObjectStore(settings.store).list("jobs/") if k.endswith(".pdf")}
+    jobs = OutputKeys(state.database_id()).jobs
+    pdfs = {k for k in LocalObjectStore(settings.store).list(jobs) if k.endswith(".pdf")}
     assert pdfs == {d.pdf_key for d in rows}
     assert evaluate_run(state, truth)["boundary_f1"] == 1.0
 
