@@ -25,11 +25,14 @@ from raybatch.actors.driver import Driver, DriverParts, Progress
 from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.actors.writer import WriteReport
 from raybatch.models import JobRecord, JobStatus
+from raybatch.prepared import kept_requests
 from raybatch.register import Registrar
+from raybatch.reuse import reopen_changed, settings_config
 from raybatch.runtime import connect, get_coordinator, start_writers
 from raybatch.settings import Settings, StateSettings, StoreSettings
-from raybatch.sources import list_sources
-from raybatch.state import open_state
+from raybatch.sources import SourceListing, list_sources
+from raybatch.spend import start_run
+from raybatch.state import StateStore, open_state
 from raybatch.steps.pack import megabytes
 from raybatch.tasks import RayPrepareTasks
 from raybatch.workload import Sizing, open_budget
@@ -68,8 +71,39 @@ def run(
     notice: Notice = log.info,
     dashboard: bool = True,
 ) -> RunReport:
-    """Process every PDF or image under ``source`` (a folder, an s3:// prefix or a list of paths)."""
+    """Process every PDF or image under ``source`` (a folder, an s3:// prefix or a list of paths).
+
+    Raises ConfigError before any work when there is neither an API key nor the emulator asked for.
+    """
+    settings.require_claude()
     started = time.monotonic()
+    holder = f"run-{uuid.uuid4().hex[:8]}"
+    with open_budget(settings, holder, prepare_ceiling=_prepare_cap(settings)) as budget:
+        state, listing, jobs = register_source(
+            settings, source, force=force, notice=notice, threads=budget.register_cap()
+        )
+        budget.finish_registration()
+        start_run(state, settings.max_cost_usd, settings.max_daily_cost_usd)
+        owns_ray = connect(settings, dashboard=dashboard)
+        try:
+            with claude_endpoint(settings, notice) as (settings, emulator_url):
+                ended, writes = _drive(settings, [j.id for j in jobs], on_progress, budget.prepare_cap)
+        finally:
+            if owns_ray:
+                ray.shutdown()
+    elapsed = time.monotonic() - started
+    return RunReport(ended, listing.skipped, writes, elapsed, emulator_url, tuple(budget.sizings))
+
+
+def register_source(
+    settings: Settings,
+    source: str | Sequence[str],
+    *,
+    force: bool,
+    notice: Notice,
+    threads: int = 4,
+) -> tuple[StateStore, SourceListing, list[JobRecord]]:
+    """Register every file of ``source`` as a job; finished jobs whose requests changed go again."""
     state = open_state(settings.section(StateSettings))
     listing = list_sources(source, settings.section(StoreSettings))
     for name in listing.skipped:
@@ -81,20 +115,19 @@ def run(
         mode=settings.processing_mode.value,
         force=force,
     )
-    holder = f"run-{uuid.uuid4().hex[:8]}"
-    with open_budget(settings, holder, prepare_ceiling=_prepare_cap(settings)) as budget:
-        jobs = [r.job for r in registrar.register_all(listing.files, threads=budget.register_cap())]
-        budget.finish_registration()
-        notice(f"{len(jobs)} jobs registered from {len(listing.files)} files")
-        owns_ray = connect(settings, dashboard=dashboard)
-        try:
-            with claude_endpoint(settings, notice) as (settings, emulator_url):
-                ended, writes = _drive(settings, [j.id for j in jobs], on_progress, budget.prepare_cap)
-        finally:
-            if owns_ray:
-                ray.shutdown()
-    elapsed = time.monotonic() - started
-    return RunReport(ended, listing.skipped, writes, elapsed, emulator_url, tuple(budget.sizings))
+    jobs = [r.job for r in registrar.register_all(listing.files, threads=threads)]
+    notice(f"{len(jobs)} jobs registered from {len(listing.files)} files")
+    _reopen_changed(state, jobs, settings, notice)
+    return state, listing, state.get_jobs([j.id for j in jobs])
+
+
+def _reopen_changed(state: StateStore, jobs: Sequence[JobRecord], settings: Settings, notice: Notice) -> None:
+    """Finished jobs whose requests would now differ (model, prompt, modality, OCR, images, the
+    emulator) are done again; the others stay finished."""
+    config = settings_config(settings)
+    reopened = reopen_changed(state, jobs, lambda job, n: config.key(job.sha256, n))
+    if reopened:
+        notice(f"{len(reopened)} finished jobs go again: their requests changed since they were answered")
 
 
 def _drive(
@@ -109,7 +142,7 @@ def _drive(
     worker_id = f"driver-{run_id}"
     scheduler = PrepareScheduler(
         state,
-        RayPrepareTasks(settings, cache=state),
+        RayPrepareTasks(settings, cache=state, kept=kept_requests(settings, state)),
         worker_id=worker_id,
         max_in_flight=prepare_cap,
         max_backlog_bytes=2 * megabytes(settings.batch_max_mb),
@@ -152,17 +185,24 @@ def _prepare_cap(settings: Settings) -> int | Callable[[], int]:
 
 @contextlib.contextmanager
 def claude_endpoint(settings: Settings, notice: Notice) -> Iterator[tuple[Settings, str | None]]:
-    """The settings to reach Claude: as given, or pointing at a built-in emulator when no key is set."""
+    """The settings to reach Claude: as given, or pointing at an emulator when it was asked for (the
+    one at ANTHROPIC_BASE_URL, else a built-in one started here)."""
     if not settings.uses_emulator:
         yield settings, None
+        return
+    if settings.anthropic_base_url:  # an emulator served apart (``raybatch emulator``)
+        url = settings.anthropic_base_url
+        notice(f"emulator: answers come from the emulator at {url} (marked as emulated)")
+        key = settings.anthropic_api_key or SecretStr("emulator")
+        yield settings.model_copy(update={"anthropic_api_key": key}), settings.anthropic_base_url
         return
     from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 
     host = "127.0.0.1" if _local_only() else ray.util.get_node_ip_address()
     with EmulatorServer(EmulatorConfig(processing_seconds=2.0), host=host) as server:
         notice(
-            f"ANTHROPIC_API_KEY is not set: using the built-in Claude emulator at {server.base_url} "
-            "(it answers by simple rules from the page text)"
+            f"emulator: using the built-in Claude emulator at {server.base_url} "
+            "(it answers by simple rules from the page text; its answers are marked as emulated)"
         )
         update = {"anthropic_base_url": server.base_url, "anthropic_api_key": SecretStr("emulator")}
         yield settings.model_copy(update=update), server.base_url

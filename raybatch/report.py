@@ -9,10 +9,11 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from raybatch.cost import ModelPrices, add_usage, cost_usd
 from raybatch.evaluate import evaluate
-from raybatch.models import DocumentRecord, JobRecord, JobStatus, Usage
+from raybatch.models import DocumentRecord, JobRecord, JobStatus
+from raybatch.spend import spend_status
 from raybatch.state.port import StateStore
-from raybatch.steps.manifest import estimate_cost_usd, total_usage
 
 EVAL_KEYS = (
     "boundary_f1",
@@ -26,14 +27,15 @@ EVAL_KEYS = (
 )
 
 
-def status_summary(state: StateStore, job_ids: Iterable[int] | None = None) -> dict[str, Any]:
-    """Jobs by status, documents, batches in flight, tokens and estimated cost, the pause flag."""
+def status_summary(
+    state: StateStore, prices: ModelPrices, job_ids: Iterable[int] | None = None
+) -> dict[str, Any]:
+    """Jobs by status, documents, batches in flight, tokens and cost (each request at the price of
+    the mode it was sent with), who answered the requests, the pause flag and the spend cap."""
     jobs = state.get_jobs(job_ids) if job_ids is not None else state.list_jobs()
     wanted = {j.id for j in jobs}
-    usage = state.usage_totals() if job_ids is None else _usage_of(state, wanted)
-    batch_share = sum(1 for j in jobs if j.mode == "batch") / len(jobs) if jobs else 1.0
-    cost = batch_share * estimate_cost_usd(usage, batch=True)
-    cost += (1 - batch_share) * estimate_cost_usd(usage, batch=False)
+    totals = state.request_totals(None if job_ids is None else wanted)
+    usage = add_usage(totals.usage_by_mode.values())
     counts = Counter(j.status.value for j in jobs)
     return {
         "jobs": len(jobs),
@@ -44,7 +46,11 @@ def status_summary(state: StateStore, job_ids: Iterable[int] | None = None) -> d
         "paused": state.is_paused(),
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
-        "estimated_cost_usd": round(cost, 6),
+        "estimated_cost_usd": cost_usd(totals.usage_by_mode, prices),
+        "requests": totals.requests,
+        "requests_reused": totals.reused,
+        "requests_emulated": totals.emulated,
+        "spend": spend_status(state, prices),
     }
 
 
@@ -74,6 +80,3 @@ def failures(jobs: Iterable[JobRecord]) -> list[tuple[int, str, str]]:
         if j.status is JobStatus.FAILED
     ]
 
-
-def _usage_of(state: StateStore, job_ids: set[int]) -> Usage:
-    return total_usage([state.usage_totals(job_id) for job_id in sorted(job_ids)])
