@@ -116,9 +116,8 @@ def whole_run(settings: Settings, folder: Path) -> dict[str, Any]:
 
     first: list[float] = []
     with EmulatorServer(EmulatorConfig(processing_seconds=0.0)) as server:
-        settings = settings.model_copy(
-            update={"anthropic_base_url": server.base_url, "anthropic_api_key": SecretStr("bench")}
-        )
+        update = {"anthropic_base_url": server.base_url, "anthropic_api_key": SecretStr("bench")}
+        settings = settings.model_copy(update={**update, "raybatch_emulator": True})
         started = time.perf_counter()
 
         def see(progress: Any) -> None:

@@ -2,6 +2,9 @@
 
     ray job submit --working-dir . -- python jobs/process.py SOURCE [--store S] [--db URL] [--mode M]
 
+Without ANTHROPIC_API_KEY it stops at once (exit 2) unless ``--emulator`` (RAYBATCH_EMULATOR=1) asks
+for the built-in rule-based emulator.
+
 Every other knob comes from the environment (see README, "Running on a cluster"). Prints a progress
 line every few seconds, then a summary and the failures; exits 1 when any job failed, 2 on bad
 settings. Submitting the same SOURCE again resumes: files already registered are the same jobs.
@@ -23,7 +26,7 @@ from raybatch.errors import ConfigError, RaybatchError
 from raybatch.pipeline import RunReport, run
 from raybatch.report import failures, status_summary
 from raybatch.runtime import limit_oom_retries
-from raybatch.settings import Settings, StateSettings, load_settings
+from raybatch.settings import Settings, StateSettings, load_settings, model_prices
 from raybatch.state import open_state
 
 PROGRESS_EVERY = 5.0  # seconds between progress lines
@@ -37,7 +40,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        settings = load_settings(database_url=args.db, store=args.store, processing_mode=args.mode)
+        settings = load_settings(
+            database_url=args.db,
+            store=args.store,
+            processing_mode=args.mode,
+            raybatch_emulator=True if args.emulator else None,
+            max_cost_usd=args.max_cost_usd,
+        )
+        settings.require_claude()
         join_cluster(settings)
         report = run(
             settings,
@@ -95,12 +105,14 @@ def progress_line(progress: Progress) -> str:
         f"pages {progress.pages_prepared}/{progress.pages_total}, batches {progress.active_batches}, "
         f"writers {progress.writer_mb:.0f} MB, documents {progress.documents}, "
         f"{progress.elapsed:.0f} s{' [paused]' if progress.paused else ''}"
+        f"{f' [parked: {progress.parked}]' if progress.parked else ''}"
     )
 
 
 def print_summary(settings: Settings, report: RunReport) -> None:
     """The run's figures as lines, each failure with its reason, then one JSON object on the last line."""
-    summary = status_summary(open_state(settings.section(StateSettings)), [j.id for j in report.jobs])
+    state = open_state(settings.section(StateSettings))
+    summary = status_summary(state, model_prices(settings), [j.id for j in report.jobs])
     counts = ", ".join(f"{status} {n}" for status, n in summary["by_status"].items() if n)
     print(
         f"summary: jobs {summary['jobs']} ({counts}), pages {summary['pages']}, "
@@ -121,6 +133,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", help="state database URL (DATABASE_URL)")
     parser.add_argument("--mode", choices=["batch", "sync"], help="PROCESSING_MODE for these jobs")
     parser.add_argument("--force", action="store_true", help="new jobs even for files seen before")
+    parser.add_argument("--emulator", action="store_true", help="answer with the built-in emulator (no key)")
+    parser.add_argument("--max-cost-usd", type=float, help="MAX_COST_USD: spend cap of this run")
     parser.add_argument("--every", type=float, default=PROGRESS_EVERY, help="seconds between progress lines")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     return parser

@@ -1,4 +1,4 @@
-"""``raybatch``: run, demo, status, pause, resume, cancel, eval, samples, emulator, workload.
+"""``raybatch``: run, estimate, demo, status, pause, resume, cancel, eval, samples, emulator, workload.
 
 Thin: parse arguments, build the settings once, configure logging, call the library.
 """
@@ -60,6 +60,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
         "poll_interval": getattr(args, "poll_interval", None),
         "ocr_engine": getattr(args, "ocr_engine", None),
         "page_modality": getattr(args, "modality", None),
+        "raybatch_emulator": True if getattr(args, "emulator", False) else None,
+        "max_cost_usd": getattr(args, "max_cost_usd", None),
+        "max_daily_cost_usd": getattr(args, "max_daily_cost_usd", None),
     }
     return load_settings(**overrides)
 
@@ -68,6 +71,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
 def cmd_run(args: argparse.Namespace) -> int:
     from raybatch.commands import run_source
 
+    if args.dry_run:
+        return cmd_estimate(args)
     return run_source(
         settings_from(args),
         args.source,
@@ -78,12 +83,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from raybatch.commands import estimate_source
+
+    return estimate_source(
+        settings_from(args),
+        args.source,
+        sample=args.sample,
+        as_json=args.json,
+        dashboard=not args.no_dashboard,
+    )
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from raybatch.commands import run_demo
 
     out = Path(args.out)
     overrides = {"raybatch_home": str(out)}
     settings = load_settings(**overrides, **_flag_overrides(args))
+    if settings.anthropic_api_key is None:  # the demo answers with the emulator unless a key is set
+        settings = settings.model_copy(update={"raybatch_emulator": True})
     return run_demo(
         settings,
         out,
@@ -168,9 +187,13 @@ def cmd_workload(args: argparse.Namespace) -> int:
 
 
 def _set_paused(args: argparse.Namespace, paused: bool) -> int:
+    from raybatch.spend import raise_caps
     from raybatch.state import open_state
 
-    state = open_state(settings_from(args).section(StateSettings))
+    settings = settings_from(args)
+    state = open_state(settings.section(StateSettings))
+    if not paused:
+        raise_caps(state, settings.max_cost_usd, settings.max_daily_cost_usd)
     state.set_paused(paused)
     print("paused: submissions and polls wait" if paused else "resumed")
     return 0
@@ -196,6 +219,9 @@ def _parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=text)
         _location_flags(command)
         command.set_defaults(handler=handler)
+        if name == "resume":
+            command.add_argument("--max-cost-usd", type=float, help="raise MAX_COST_USD of the run")
+            command.add_argument("--max-daily-cost-usd", type=float, help="raise MAX_DAILY_COST_USD")
         if name == "status":
             command.add_argument("--json", action="store_true", help="print one JSON object")
             command.add_argument("--jobs", action="store_true", help="list every job")
@@ -226,20 +252,32 @@ def _location_flags(command: argparse.ArgumentParser) -> None:
 
 def _run_parser(sub: Any) -> None:
     run = sub.add_parser("run", help="process every PDF or image under SOURCE")
+    _run_flags(run)
+    run.add_argument("--force", action="store_true", help="new jobs even for files seen before")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.add_argument("--dry-run", action="store_true", help="estimate instead: prepare, count, send nothing")
+    run.set_defaults(handler=cmd_run)
+    estimate = sub.add_parser("estimate", help="prepare SOURCE and say what it will cost; send nothing")
+    _run_flags(estimate)
+    estimate.set_defaults(handler=cmd_estimate)
+
+
+def _run_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument("source", help="a folder, a file, or s3://bucket/prefix")
     _location_flags(run)
     run.add_argument("--mode", choices=["batch", "sync"], help="PROCESSING_MODE for these jobs")
-    run.add_argument("--force", action="store_true", help="new jobs even for files seen before")
     run.add_argument("--result-workers", type=int, help="RESULT_WORKERS")
     run.add_argument("--max-concurrent-mb", type=int, help="MAX_CONCURRENT_MB")
     run.add_argument("--batch-size", type=int, help="BATCH_SIZE: jobs per submit pass")
     run.add_argument("--poll-interval", type=float, help="POLL_INTERVAL seconds")
     run.add_argument("--ocr-engine", choices=["auto", "rapidocr", "tesseract", "vision", "none"])
     run.add_argument("--modality", choices=["images", "adaptive", "text"], help="PAGE_MODALITY")
-    run.add_argument("--json", action="store_true", help="print a JSON summary at the end")
-    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.add_argument("--emulator", action="store_true", help="answer with the built-in emulator (no key)")
+    run.add_argument("--max-cost-usd", type=float, help="MAX_COST_USD: spend cap of this run")
+    run.add_argument("--max-daily-cost-usd", type=float, help="MAX_DAILY_COST_USD: cap of a UTC day")
+    run.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    run.add_argument("--sample", type=int, help="estimate: requests counted at most (200)")
     run.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")
-    run.set_defaults(handler=cmd_run)
 
 
 def _demo_parser(sub: Any) -> None:

@@ -11,7 +11,7 @@ from raybatch.ids import OutputKeys
 from raybatch.models import TERMINAL_JOB_STATUSES, JobStatus
 from raybatch.pipeline import RunReport, run
 from raybatch.report import documents_by_file, evaluate_run, failures, status_summary
-from raybatch.settings import Settings, StateSettings
+from raybatch.settings import Settings, StateSettings, model_prices
 from raybatch.state import open_state
 
 
@@ -27,7 +27,7 @@ def run_source(
     """Process a source; non-zero exit when any job failed, with the failures listed."""
     report = _run(settings, source, force=force, progress=progress, dashboard=dashboard)
     state = open_state(settings.section(StateSettings))
-    summary = status_summary(state, [j.id for j in report.jobs])
+    summary = status_summary(state, model_prices(settings), [j.id for j in report.jobs])
     if as_json:
         out.print_json({**summary, "failed": failures(report.jobs), "elapsed_s": round(report.elapsed, 2)})
     else:
@@ -35,6 +35,27 @@ def run_source(
         root = OutputKeys(state.database_id()).root
         out.console.print(f"outputs in {settings.store} under {root}/, state in {settings.database_url}")
     return _exit_code(report)
+
+
+def estimate_source(
+    settings: Settings,
+    source: str | Sequence[str],
+    *,
+    sample: int | None = None,
+    as_json: bool = False,
+    dashboard: bool = True,
+) -> int:
+    """Prepare a source without sending it; print what it will take and cost."""
+    from raybatch.estimate import DEFAULT_SAMPLE, estimate
+
+    report = estimate(
+        settings, source, sample=sample or DEFAULT_SAMPLE, notice=out.errors.print, dashboard=dashboard
+    )
+    if as_json:
+        out.print_json(report)
+    else:
+        out.console.print(out.estimate_table(report))
+    return 0
 
 
 def run_demo(
@@ -64,7 +85,7 @@ def run_demo(
 def show_status(settings: Settings, *, as_json: bool = False, list_jobs: bool = False) -> int:
     """The state of every job on this database."""
     state = open_state(settings.section(StateSettings))
-    summary = status_summary(state)
+    summary = status_summary(state, model_prices(settings))
     if list_jobs:
         summary["job_list"] = [
             {

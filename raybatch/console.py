@@ -48,6 +48,7 @@ class ProgressBars:
         """Take one progress snapshot from the driver."""
         stages = ", ".join(f"{name} {count}" for name, count in sorted(progress.by_status.items()))
         paused = " [paused]" if progress.paused else ""
+        paused += f" [parked: {progress.parked}]" if progress.parked else ""
         self._bars.update(self._jobs, total=progress.total, completed=progress.done, detail=stages + paused)
         detail = (
             f"batches {progress.active_batches}, writers {progress.writer_mb:.0f} MB, "
@@ -68,9 +69,24 @@ def status_table(summary: Mapping[str, Any]) -> Table:
     table.add_section()
     for name in ("jobs", "pages", "documents", "active_batches", "input_tokens", "output_tokens"):
         table.add_row(name.replace("_", " "), f"{summary[name]:,}")
+    table.add_row("requests (reused, emulated)", _requests(summary))
     table.add_row("estimated cost", f"${summary['estimated_cost_usd']:.4f}")
     table.add_row("paused", "yes" if summary["paused"] else "no")
+    if summary.get("spend"):
+        table.add_row("spend cap", spend_line(summary["spend"]))
     return table
+
+
+def _requests(summary: Mapping[str, Any]) -> str:
+    return f"{summary['requests']:,} ({summary['requests_reused']:,}, {summary['requests_emulated']:,})"
+
+
+def spend_line(spend: Mapping[str, Any]) -> str:
+    """The spend cap's state in a few words."""
+    names = {"max_run_usd": "a run", "max_day_usd": "a day"}
+    caps = [f"${spend[key]:.4f} {name}" for key, name in names.items() if spend.get(key)]
+    text = f"committed ${spend['committed_run_usd']:.4f} this run of {', '.join(caps) or 'no cap'}"
+    return text + (f"; PARKED: {spend['parked']}" if spend.get("parked") else "")
 
 
 def documents_table(by_file: Mapping[str, Sequence[DocumentRecord]]) -> Table:
@@ -128,3 +144,25 @@ def print_json(value: Any) -> None:
     console.print_json(json.dumps(value, default=str)) if console.is_terminal else print(
         json.dumps(value, default=str)
     )
+
+
+def estimate_table(report: Mapping[str, Any]) -> Table:
+    """``raybatch estimate`` as a table."""
+    table = Table(title=f"estimate: {report['model']}, {report['modality']}, {report['mode']}")
+    table.add_column("what")
+    table.add_column("", justify="right")
+    for name in ("files", "jobs_to_send", "pages", "requests", "requests_reused", "batches"):
+        table.add_row(name.replace("_", " "), f"{report[name]:,}")
+    counted = f"{report['requests_counted']:,} counted, extrapolated" if report["extrapolated"] else "counted"
+    table.add_row(f"input tokens ({counted})", f"{report['input_tokens']:,}")
+    table.add_row("expected output tokens", f"{report['expected_output_tokens']:,}")
+    table.add_section()
+    table.add_row("cost at batch prices", f"${report['cost_batch_usd']:.4f}")
+    table.add_row("cost at sync prices", f"${report['cost_sync_usd']:.4f}")
+    table.add_row("saved by batching", f"${report['saving_batching_usd']:.4f}")
+    as_text = f"saved by PAGE_MODALITY ({report['pages_as_text']:,} pages as text)"
+    table.add_row(as_text, f"${report['saving_modality_usd']:.4f}")
+    prices = report["prices"]
+    per_million = f"${prices['input']} / ${prices['output']} (taken {prices['taken']})"
+    table.add_row("prices per million tokens, in / out", per_million)
+    return table

@@ -24,9 +24,10 @@ def parse_custom_id(value: str) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def processing_key(sha256: str, n: int, prompt_version: str, model: str) -> str:
-    """What makes one chunk's answer reusable: same bytes, same chunk, same prompt, same model."""
-    raw = f"{sha256}:{n}:{prompt_version}:{model}".encode()
+def processing_key(sha256: str, n: int, request_config: str) -> str:
+    """What makes one chunk's answer reusable: same bytes, same chunk, and the same request
+    configuration (``RequestConfig.fingerprint``: model, prompt, modality, OCR engine, images...)."""
+    raw = f"{sha256}:{n}:{request_config}".encode()
     return hashlib.sha256(raw).hexdigest()
 
 
@@ -89,6 +90,14 @@ class OutputKeys:
     def manifest(self, job_id: int) -> str:
         """Key of a job's manifest.json."""
         return f"{self.job_prefix(job_id)}/manifest.json"
+
+    def prepared(self, job_id: int) -> str:
+        """The listing prefix of a job's requests prepared ahead (by ``estimate``)."""
+        return f"{self.job_prefix(job_id)}/prepared/"
+
+    def prepared_request(self, job_id: int, n: int) -> str:
+        """Key of chunk ``n`` of a job, prepared ahead."""
+        return f"{self.prepared(job_id)}{n}.json"
 
     def source(self, job_id: int) -> str:
         """Key of a source file copied into the store (sources that are not already in it)."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from raybatch.cost import ModelPrices, cost_usd
 from raybatch.models import Usage
-from raybatch.steps.manifest import estimate_cost_usd
 
 log = logging.getLogger(__name__)
 
@@ -66,10 +66,11 @@ class Metrics:
     def answer_unparseable(self) -> None:
         self._inc("answers_unparseable", 1)
 
-    def tokens(self, usage: Usage, *, batch: bool = True) -> None:
+    def tokens(self, usage: Usage, *, mode: str, prices: ModelPrices) -> None:
+        """One answered request's tokens, and its cost at the price of the mode it was sent with."""
         for kind in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"):
             self._inc("tokens", getattr(usage, kind), {"kind": kind.removesuffix("_tokens")})
-        self._inc("cost_usd", estimate_cost_usd(usage, batch=batch))
+        self._inc("cost_usd", cost_usd({mode: usage}, prices))
 
     def writer_mb_in_flight(self, megabytes: float) -> None:
         self._set("writer_mb_in_flight", megabytes)

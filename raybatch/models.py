@@ -34,6 +34,9 @@ class JobStatus(StrEnum):
 TERMINAL_JOB_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELED})
 
 
+SYNC_BATCH_ID = "sync"  # the batch id chunks carry while a synchronous call is under way
+
+
 class ChunkStatus(StrEnum):
     """A chunk (one Claude request): prepared → submitted → succeeded | retry → … | failed."""
 
@@ -156,6 +159,17 @@ class ChunkRecord:
     error_class: str | None = None
     error_message: str | None = None
     rotations: Mapping[int, int] = field(default_factory=dict)  # page → clockwise degrees found
+    emulated: bool = False  # prepared for (and so answered by) the built-in emulator
+    sent_mode: str | None = None  # "batch" or "sync": how the request was last sent
+    sent_at: datetime | None = None
+    estimated_cost_usd: float | None = None  # expected cost when it was sent
+    reused_from: str | None = None  # the custom_id whose answer this chunk took instead of a request
+
+    @property
+    def usage(self) -> Usage:
+        """The chunk's token usage."""
+        tokens = (self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_creation_tokens)
+        return Usage(*tokens)
 
 
 @dataclass(frozen=True)

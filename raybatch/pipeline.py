@@ -27,11 +27,14 @@ from raybatch.actors.driver import Driver, DriverParts, Progress
 from raybatch.actors.scheduler import PrepareScheduler, failure_reason
 from raybatch.actors.writer import WriteReport
 from raybatch.models import JobRecord, JobStatus
+from raybatch.prepared import kept_requests
 from raybatch.register import Registrar, SourceIntake
+from raybatch.reuse import reopen_changed, settings_config
 from raybatch.runtime import connect, get_coordinator
 from raybatch.settings import Settings, StateSettings, StoreSettings
-from raybatch.sources import SourceFile, iter_sources
-from raybatch.state import open_state
+from raybatch.sources import SourceFile, SourceListing, iter_sources, list_sources
+from raybatch.spend import start_run
+from raybatch.state import StateStore, open_state
 from raybatch.steps.pack import megabytes
 from raybatch.tasks import RayInspector, RayPrepareTasks
 from raybatch.workload import Budget, Sizing, open_budget
@@ -71,7 +74,11 @@ def run(
     notice: Notice = log.info,
     dashboard: bool = True,
 ) -> RunReport:
-    """Process every PDF or image under ``source`` (a folder, an s3:// prefix or a list of paths)."""
+    """Process every PDF or image under ``source`` (a folder, an s3:// prefix or a list of paths).
+
+    Raises ConfigError before any work when there is neither an API key nor the emulator asked for.
+    """
+    settings.require_claude()
     started = time.monotonic()
     skipped: list[str] = []
 
@@ -80,18 +87,21 @@ def run(
         notice(f"skipped {name!r}: not a PDF or image")
 
     files = iter_sources(source, settings.section(StoreSettings), on_skip=skip)
+    state = open_state(settings.section(StateSettings))
     registrar = Registrar(
-        open_state(settings.section(StateSettings)),
+        state,
         settings.section(StoreSettings),
         max_page_pixels=settings.max_page_pixels,
         mode=settings.processing_mode.value,
         force=force,
     )
     holder = f"run-{uuid.uuid4().hex[:8]}"
+    start_run(state, settings.max_cost_usd, settings.max_daily_cost_usd)
     owns_ray = connect(settings, dashboard=dashboard)
     try:
         with open_budget(settings, holder, prepare_ceiling=_prepare_cap(settings)) as budget:
-            intake = _intake(settings, files, registrar, budget)
+            reopen = _reopener(state, settings, notice)
+            intake = _intake(settings, files, registrar, budget, reopen)
             with claude_endpoint(settings, notice) as (settings, emulator_url):
                 ended, writes = _drive(settings, intake, on_progress, budget.prepare_cap)
             notice(f"{intake.jobs} jobs registered from {intake.files} files")
@@ -103,7 +113,11 @@ def run(
 
 
 def _intake(
-    settings: Settings, files: Iterator[SourceFile], registrar: Registrar, budget: Budget
+    settings: Settings,
+    files: Iterator[SourceFile],
+    registrar: Registrar,
+    budget: Budget,
+    reopen: Callable[[list[JobRecord]], list[JobRecord]],
 ) -> SourceIntake:
     """Registration in Ray tasks, the first files started at once: as many at a time as the workload
     budget's registration share; its units go back once every file is registered."""
@@ -116,6 +130,7 @@ def _intake(
         get=ray.get,
         failure=_crash_reason,
         on_listed=budget.finish_registration,
+        review=reopen,
     )
 
 
@@ -124,6 +139,50 @@ def _crash_reason(exc: BaseException) -> str | None:
     if isinstance(exc, RayTaskError) and exc.cause is not None:
         return failure_reason(exc.cause)
     return failure_reason(exc) if isinstance(exc, RayError) else None
+
+
+def register_source(
+    settings: Settings,
+    source: str | Sequence[str],
+    *,
+    force: bool,
+    notice: Notice,
+    threads: int = 4,
+) -> tuple[StateStore, SourceListing, list[JobRecord]]:
+    """Register every file of ``source`` as a job, in this process (``estimate``); finished jobs
+    whose requests changed go again."""
+    state = open_state(settings.section(StateSettings))
+    listing = list_sources(source, settings.section(StoreSettings))
+    for name in listing.skipped:
+        notice(f"skipped {name!r}: not a PDF or image")
+    registrar = Registrar(
+        state,
+        settings.section(StoreSettings),
+        max_page_pixels=settings.max_page_pixels,
+        mode=settings.processing_mode.value,
+        force=force,
+    )
+    jobs = [r.job for r in registrar.register_all(listing.files, threads=threads)]
+    notice(f"{len(jobs)} jobs registered from {len(listing.files)} files")
+    return state, listing, _reopener(state, settings, notice)(jobs)
+
+
+def _reopener(
+    state: StateStore, settings: Settings, notice: Notice
+) -> Callable[[list[JobRecord]], list[JobRecord]]:
+    """Registered jobs as they are now: finished ones whose requests would now differ (model,
+    prompt, modality, OCR, images, the emulator) go again; the others stay finished."""
+    config = settings_config(settings)
+
+    def reopen(jobs: list[JobRecord]) -> list[JobRecord]:
+        reopened = reopen_changed(state, jobs, lambda job, n: config.key(job.sha256, n))
+        if not reopened:
+            return jobs
+        notice(f"{len(reopened)} finished jobs go again: their requests changed since they were answered")
+        again = {job.id: job for job in state.get_jobs(reopened)}
+        return [again.get(job.id, job) for job in jobs]
+
+    return reopen
 
 
 def _drive(
@@ -140,7 +199,7 @@ def _drive(
     handles = start_writers(settings, run_id)
     scheduler = PrepareScheduler(
         state,
-        RayPrepareTasks(settings, cache=state),
+        RayPrepareTasks(settings, cache=state, kept=kept_requests(settings, state)),
         worker_id=worker_id,
         max_in_flight=prepare_cap,
         max_backlog_bytes=2 * megabytes(settings.batch_max_mb),
@@ -207,17 +266,24 @@ def _prepare_cap(settings: Settings) -> int | Callable[[], int]:
 
 @contextlib.contextmanager
 def claude_endpoint(settings: Settings, notice: Notice) -> Iterator[tuple[Settings, str | None]]:
-    """The settings to reach Claude: as given, or pointing at a built-in emulator when no key is set."""
+    """The settings to reach Claude: as given, or pointing at an emulator when it was asked for (the
+    one at ANTHROPIC_BASE_URL, else a built-in one started here)."""
     if not settings.uses_emulator:
         yield settings, None
+        return
+    if settings.anthropic_base_url:  # an emulator served apart (``raybatch emulator``)
+        url = settings.anthropic_base_url
+        notice(f"emulator: answers come from the emulator at {url} (marked as emulated)")
+        key = settings.anthropic_api_key or SecretStr("emulator")
+        yield settings.model_copy(update={"anthropic_api_key": key}), settings.anthropic_base_url
         return
     from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 
     host = "127.0.0.1" if _local_only() else ray.util.get_node_ip_address()
     with EmulatorServer(EmulatorConfig(processing_seconds=2.0), host=host) as server:
         notice(
-            f"ANTHROPIC_API_KEY is not set: using the built-in Claude emulator at {server.base_url} "
-            "(it answers by simple rules from the page text)"
+            f"emulator: using the built-in Claude emulator at {server.base_url} "
+            "(it answers by simple rules from the page text; its answers are marked as emulated)"
         )
         update = {"anthropic_base_url": server.base_url, "anthropic_api_key": SecretStr("emulator")}
         yield settings.model_copy(update=update), server.base_url

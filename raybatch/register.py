@@ -158,6 +158,7 @@ class SourceIntake:
         get: Callable[[Any], Inspection],
         failure: Callable[[BaseException], str | None],
         on_listed: Callable[[], None] = lambda: None,
+        review: Callable[[list[JobRecord]], list[JobRecord]] = lambda jobs: jobs,
     ) -> None:
         self._files = files
         self._inspector = inspector
@@ -165,6 +166,7 @@ class SourceIntake:
         self._in_flight = in_flight if callable(in_flight) else lambda: in_flight
         self._ready, self._get, self._failure = ready, get, failure
         self._on_listed: Callable[[], None] | None = on_listed
+        self._review = review  # the registered jobs as the driver gets them (some go again)
         self._pending: deque[tuple[SourceFile, Any]] = deque()
         self._listed = False
         self.files = 0
@@ -187,6 +189,8 @@ class SourceIntake:
         while self._pending and self._ready(self._pending[0][1]):
             source, ref = self._pending.popleft()
             jobs.append(self._registrar.register(self._inspection(source, ref)).job)
+        if jobs:
+            jobs = self._review(jobs)
         self.jobs += len(jobs)
         self._fill()
         if self.finished and self._on_listed is not None:  # every file registered: said once

@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from raybatch.cost import ModelPrices, add_usage, cost_usd
 from raybatch.evaluate import evaluate
-from raybatch.models import DocumentRecord, JobRecord, JobStatus, Usage
+from raybatch.models import DocumentRecord, JobRecord, JobStatus
+from raybatch.spend import spend_status
 from raybatch.state.port import StateStore
-from raybatch.steps.manifest import estimate_cost_usd, total_usage
 
 EVAL_KEYS = (
     "boundary_f1",
@@ -25,17 +26,18 @@ EVAL_KEYS = (
 )
 
 
-def status_summary(state: StateStore, job_ids: Iterable[int] | None = None) -> dict[str, Any]:
-    """Jobs by status, documents, batches in flight, tokens and estimated cost, the pause flag.
+def status_summary(
+    state: StateStore, prices: ModelPrices, job_ids: Iterable[int] | None = None
+) -> dict[str, Any]:
+    """Jobs by status, documents, batches in flight, tokens and cost (each request at the price of
+    the mode it was sent with), who answered the requests, the pause flag and the spend cap.
 
-    Counted by aggregate queries: no job or document row is loaded, however many there are.
+    Counted by aggregate queries: no job, chunk or document row is loaded, however many there are.
     """
     wanted = None if job_ids is None else sorted(set(job_ids))
     totals = state.job_totals(wanted)
-    usage = state.usage_totals() if wanted is None else _usage_of(state, set(wanted))
-    batch_share = totals.batch_mode / totals.jobs if totals.jobs else 1.0
-    cost = batch_share * estimate_cost_usd(usage, batch=True)
-    cost += (1 - batch_share) * estimate_cost_usd(usage, batch=False)
+    requests = state.request_totals(wanted)
+    usage = add_usage(requests.usage_by_mode.values())
     return {
         "jobs": totals.jobs,
         "by_status": {s.value: totals.by_status.get(s, 0) for s in JobStatus},
@@ -45,7 +47,11 @@ def status_summary(state: StateStore, job_ids: Iterable[int] | None = None) -> d
         "paused": state.is_paused(),
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
-        "estimated_cost_usd": round(cost, 6),
+        "estimated_cost_usd": cost_usd(requests.usage_by_mode, prices),
+        "requests": requests.requests,
+        "requests_reused": requests.reused,
+        "requests_emulated": requests.emulated,
+        "spend": spend_status(state, prices),
     }
 
 
@@ -75,6 +81,3 @@ def failures(jobs: Iterable[JobRecord]) -> list[tuple[int, str, str]]:
         if j.status is JobStatus.FAILED
     ]
 
-
-def _usage_of(state: StateStore, job_ids: set[int]) -> Usage:
-    return total_usage([state.usage_totals(job_id) for job_id in sorted(job_ids)])

@@ -10,16 +10,22 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from raybatch.errors import ConfigError
 
+if TYPE_CHECKING:
+    from raybatch.cost import ModelPrices
+
 # Anthropic's hard limits for one Message Batch; the packer keeps below them.
 ANTHROPIC_BATCH_MAX_MB = 256
 ANTHROPIC_BATCH_MAX_REQUESTS = 100_000
+
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
 
 
 class ProcessingMode(StrEnum):
@@ -68,10 +74,13 @@ class _Section(BaseModel):
 
 
 class RequestSettings(_Section):
-    """What a Claude request is built for: the model and its answer budget (no credentials)."""
+    """What a Claude request is built for and costed at: the model, its answer budget, whether the
+    emulator answers, the price table (no credentials)."""
 
-    claude_model: str = "claude-sonnet-5-5"
+    claude_model: str = DEFAULT_MODEL
     max_tokens: int = Field(4096, ge=256, le=64_000)
+    raybatch_emulator: bool = Field(False, description="answer with the built-in emulator, never Claude")
+    claude_prices: str | None = Field(None, description="JSON price table overriding the defaults")
 
 
 class ClaudeSettings(RequestSettings):
@@ -96,6 +105,8 @@ class ClaudeSettings(RequestSettings):
     sweep_interval: float = Field(
         30.0, gt=0, description="seconds between the coordinator's sweeps for work nothing holds"
     )
+    max_cost_usd: float | None = Field(None, gt=0, description="spend cap of one run, in US dollars")
+    max_daily_cost_usd: float | None = Field(None, gt=0, description="spend cap of one UTC day, all runs")
 
 
 class PrepareSettings(_Section):
@@ -231,8 +242,18 @@ class Settings(
 
     @property
     def uses_emulator(self) -> bool:
-        """True when no API key is set: the built-in Claude emulator stands in."""
-        return self.anthropic_api_key is None and self.anthropic_base_url is None
+        """True when the built-in emulator was asked for (``--emulator``, ``RAYBATCH_EMULATOR=1``, demo)."""
+        return self.raybatch_emulator
+
+    def require_claude(self) -> None:
+        """Refuse to start without a way to Claude: a key, or the emulator asked for explicitly."""
+        model_prices(self)  # an unknown model's price stops here too
+        if self.raybatch_emulator or self.anthropic_api_key is not None:
+            return
+        raise ConfigError(
+            "ANTHROPIC_API_KEY is not set: set it to send pages to Claude, or pass --emulator "
+            "(RAYBATCH_EMULATOR=1) to answer with the built-in rule-based emulator instead"
+        )
 
 
 SectionT = TypeVar("SectionT", bound=BaseModel)
@@ -284,3 +305,10 @@ def load_settings(**overrides: Any) -> Settings:
             for err in exc.errors()
         )
         raise ConfigError(f"invalid settings: {problems}") from None
+
+
+def model_prices(claude: RequestSettings) -> ModelPrices:
+    """The prices of the configured model, ``CLAUDE_PRICES`` applied."""
+    from raybatch.cost import prices_for
+
+    return prices_for(claude.claude_model, claude.claude_prices)

@@ -14,7 +14,9 @@ from raybatch.actors.prepare import ChunkPreparer, ChunkSummary, PreparedChunk, 
 from raybatch.models import CachedPage, JobRecord
 from raybatch.ocr import open_ocr
 from raybatch.ocr.cache import CarriedPageTexts, PageTextLookup
+from raybatch.prepared import PreparedRequests
 from raybatch.register import Inspection, inspect_source
+from raybatch.reuse import settings_config
 from raybatch.settings import OcrEngineName, PrepareTaskSettings, Settings, StoreSettings
 from raybatch.sources import SourceFile, read_source
 from raybatch.steps.chunk import ChunkPlan
@@ -22,7 +24,7 @@ from raybatch.steps.chunk import ChunkPlan
 
 def _preparer(settings: PrepareTaskSettings) -> ChunkPreparer:
     """One preparer per worker process: the OCR engine's models load once."""
-    key = settings.model_dump_json()
+    key = settings.model_dump_json()  # any change of settings makes a new preparer
     cached = _WORKER_CACHE.get(key)
     if cached is None:
         # One thread: a prepare task holds 1/OCR_WORKERS of a CPU; parallelism comes from tasks.
@@ -80,13 +82,31 @@ def prepare_chunk(
 class RayPrepareTasks:
     """Launches the prepare stage's tasks with readable names and honest memory requests."""
 
-    def __init__(self, settings: Settings, cache: PageTextLookup | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        cache: PageTextLookup | None = None,
+        kept: PreparedRequests | None = None,
+    ) -> None:
         # Each task gets only what it uses: no API key or database URL; the store's keys only
-        # where sources are read. The OCR cache is read and written here, on the driver.
+        # where sources are read. The OCR cache and requests prepared ahead (``kept``, by
+        # ``estimate``) are read and written here, on the driver.
         self._settings = ray.put(settings.for_prepare_tasks())
         self._store = ray.put(settings.section(StoreSettings))
         self._cache = cache if settings.ocr_engine is not OcrEngineName.NONE else None
         self._cpus = 1.0 / settings.ocr_workers
+        self._config = settings_config(settings)
+        self._kept = kept
+
+    def processing_key(self, job: JobRecord, n: int) -> str:
+        return self._config.key(job.sha256, n)
+
+    def stored(self, job: JobRecord, plan: ChunkPlan) -> tuple[Any, Any] | None:
+        """Refs to a chunk prepared earlier and kept under the key it would get now, or None."""
+        if self._kept is None:
+            return None
+        chunk = self._kept.load(job.id, plan.n, self.processing_key(job, plan.n))
+        return None if chunk is None else (ray.put(chunk.summary()), ray.put(chunk))
 
     def load(self, job: JobRecord) -> Any:
         task = load_source.options(name=f"load job_{job.id}")

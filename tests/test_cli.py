@@ -89,3 +89,18 @@ def test_bad_settings_exit_2_naming_the_variable(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("POLL_INTERVAL", "often")
     assert main(["status"]) == 2
     assert "POLL_INTERVAL" in capsys.readouterr().err
+
+
+def test_run_without_a_key_or_emulator_exits_2_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("RAYBATCH_EMULATOR", raising=False)
+    monkeypatch.chdir(tmp_path)  # nothing may appear here either (the default home is relative)
+    assert main(["samples", "s", "--bundles", "1"]) == 0
+    before = sorted(p.name for p in tmp_path.iterdir())
+    db, store = tmp_path / "state.db", tmp_path / "store"
+    assert main(["run", "s", "--db", f"sqlite:///{db}", "--store", str(store), "--quiet"]) == 2
+    assert "--emulator" in capsys.readouterr().err
+    assert not db.exists() and not store.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -69,14 +69,13 @@ def test_defaults_are_the_embedded_ones() -> None:
     settings = load_settings()
     assert settings.database_url.get_secret_value() == "sqlite:///raybatch-data/state.db"
     assert settings.store == "raybatch-data/store"
-    assert settings.uses_emulator
+    assert not settings.uses_emulator  # the emulator answers only when asked for
     assert (settings.processing_mode, settings.batch_size, settings.poll_interval) == ("batch", 30, 10.0)
 
 
 def test_the_api_key_is_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-for-logs")
     settings = load_settings()
-    assert not settings.uses_emulator
     assert "not-for-logs" not in repr(settings) and "not-for-logs" not in str(settings)
     claude = settings.section(ClaudeSettings)
     assert claude.anthropic_api_key is not None
@@ -163,3 +162,13 @@ def test_the_secret_variables_are_known_in_any_case() -> None:
     environ = {"ANTHROPIC_API_KEY": "k", "database_url": "u", "MINIO_SECRET_KEY": "s"}
     environ |= {"MINIO_ACCESS_KEY": "a", "PATH": "/bin"}
     assert secret_env_names(environ) == ["ANTHROPIC_API_KEY", "MINIO_SECRET_KEY", "database_url"]
+
+
+def test_without_a_key_the_emulator_must_be_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match="--emulator"):
+        load_settings().require_claude()
+    monkeypatch.setenv("RAYBATCH_EMULATOR", "1")
+    settings = load_settings()
+    assert settings.uses_emulator
+    settings.require_claude()

@@ -42,7 +42,8 @@ from raybatch.errors import (
 )
 from raybatch.metrics import Metrics
 from raybatch.models import BatchStatus, ChunkStatus, JobStatus
-from raybatch.settings import ClaudeSettings
+from raybatch.settings import ClaudeSettings, model_prices
+from raybatch.spend import SpendGate
 from raybatch.state.port import BatchRecord, StateStore
 from raybatch.steps.pack import ENVELOPE_BYTES, pack
 
@@ -102,7 +103,10 @@ class BatchCoordinator:
         self._monotonic = monotonic
         self._metrics = metrics or Metrics()
         self._pool = ThreadPoolExecutor(max_workers=4 + claude.sync_concurrency, thread_name_prefix="coord")
-        self._filer = ResultFiler(state, max_attempts=claude.max_attempts, metrics=self._metrics)
+        self._filer = ResultFiler(
+            state, max_attempts=claude.max_attempts, metrics=self._metrics, prices=model_prices(claude)
+        )
+        self._spend = SpendGate(state, model_prices(claude))
         self._offers: dict[int, Offer] = {}
         self._first_offer_at: float | None = None
         self._flush = False
@@ -265,6 +269,9 @@ class BatchCoordinator:
             return False
         requests = await self._requests_for(offers)
         sync_ids = {o.job_id for o in offers if o.mode == "sync"}
+        requests, held = await self._io(self._spend.admit, requests, sync_ids)
+        if held and not requests:
+            return False  # parked by the spend cap until it is raised
         sync = [r for r in requests if r.job_id in sync_ids]
         batch = [r for r in requests if r.job_id not in sync_ids]
         if sync:

@@ -26,6 +26,7 @@ from raybatch.actors.dispatch import WriterPool
 from raybatch.actors.scheduler import PrepareScheduler, ReadyJob
 from raybatch.errors import RaybatchError
 from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease
+from raybatch.spend import parked_reason
 from raybatch.state.port import StateStore
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,8 @@ class Progress:
     writer_mb: float
     paused: bool
     elapsed: float
+    parked: str | None = None  # why submissions wait for a higher spend cap
+    pages_from_store: int = 0  # of pages_prepared: prepared by an earlier ``estimate``, not again
 
     @property
     def done(self) -> int:
@@ -419,6 +422,8 @@ class Driver:
             writer_mb=self._parts.writers.in_flight_mb,
             paused=bool(snapshot and snapshot.paused),
             elapsed=self._monotonic() - self._started,
+            parked=parked_reason(self._state),
+            pages_from_store=self._parts.scheduler.pages_from_store,
         )
 
 

@@ -11,10 +11,12 @@ from collections.abc import Iterable, Sequence
 
 from raybatch.claude.filing import Filed, FilingAction, file_results
 from raybatch.claude.records import RequestResult
+from raybatch.cost import ModelPrices, prices_for
 from raybatch.errors import UnparseableAnswer
 from raybatch.ids import parse_custom_id
 from raybatch.metrics import Metrics
-from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, ResultType
+from raybatch.models import SYNC_BATCH_ID, ChunkRecord, ChunkStatus, JobStatus, ResultType
+from raybatch.settings import DEFAULT_MODEL
 from raybatch.state.port import StateStore
 from raybatch.steps.parse import read_answer
 
@@ -26,8 +28,16 @@ _SETTLED_FROM = (JobStatus.SUBMITTED, JobStatus.PREPARED)
 class ResultFiler:
     """Files results by custom_id and moves jobs on once their chunks allow it."""
 
-    def __init__(self, state: StateStore, *, max_attempts: int, metrics: Metrics | None = None) -> None:
+    def __init__(
+        self,
+        state: StateStore,
+        *,
+        max_attempts: int,
+        metrics: Metrics | None = None,
+        prices: ModelPrices | None = None,
+    ) -> None:
         self._state = state
+        self._prices = prices or prices_for(DEFAULT_MODEL)
         self._max_attempts = max_attempts
         self._metrics = metrics or Metrics()
 
@@ -97,7 +107,8 @@ class ResultFiler:
             usage=result.usage,
         )
         if filed_ok and result.usage is not None:
-            self._metrics.tokens(result.usage)
+            mode = "sync" if batch_id == SYNC_BATCH_ID else "batch"
+            self._metrics.tokens(result.usage, mode=mode, prices=self._prices)
         return int(filed_ok)
 
     def _retry(

@@ -14,7 +14,7 @@ from raybatch.models import CachedPage, ChunkRecord, ChunkStatus, JobRecord, Pag
 from raybatch.ocr.cache import CachedOcr, PageTextCache
 from raybatch.ocr.port import OcrEngine, PageImage
 from raybatch.settings import OcrSettings, PrepareSettings, RequestSettings
-from raybatch.steps.build_requests import build_request
+from raybatch.steps.build_requests import build_request, request_config
 from raybatch.steps.chunk import ChunkPlan
 from raybatch.steps.render import (
     PageRaster,
@@ -42,6 +42,7 @@ class PreparedChunk:
     rotations: Mapping[int, int]
     pages_without_text: tuple[int, ...] = ()
     ocr_pages: tuple[int, ...] = ()
+    emulated: bool = False
 
     def record(self) -> ChunkRecord:
         """The chunk's row: prepared, with its size and rotations."""
@@ -56,6 +57,7 @@ class PreparedChunk:
             status=ChunkStatus.PREPARED,
             request_bytes=request.encoded_size,
             rotations=dict(self.rotations),
+            emulated=self.emulated,
         )
 
     def summary(self, ocr_reads: Sequence[CachedPage] = ()) -> ChunkSummary:
@@ -96,6 +98,8 @@ class ChunkPreparer:
         self._min_confidence = ocr_settings.ocr_min_confidence
         self._ocr = ocr
         self._cache = cache
+        engine = ocr.name if ocr is not None else "none"
+        self.config = request_config(prepare, claude, self._min_confidence, engine)
         self._options = RenderOptions(
             long_edge=prepare.page_long_edge,
             image_format=prepare.image_format,
@@ -115,21 +119,13 @@ class ChunkPreparer:
         cache = cache if cache is not None else self._cache
         texts, ocr_pages = self._read_missing(job.sha256, rasters, texts, cache)
         pages = [self._finish(raster, text) for raster, text in zip(rasters, texts, strict=True)]
-        request = build_request(
-            job.id,
-            plan.n,
-            job.sha256,
-            pages,
-            model=self._claude.claude_model,
-            max_tokens=self._claude.max_tokens,
-            modality=self._prepare.page_modality,
-            min_confidence=self._min_confidence,
-        )
+        request = build_request(job.id, plan.n, job.sha256, pages, config=self.config)
         return PreparedChunk(
             request=request,
             rotations={t.page: t.rotation for t in texts},
             pages_without_text=tuple(t.page for t in texts if not t.text.strip()),
             ocr_pages=tuple(ocr_pages),
+            emulated=self.config.emulated,
         )
 
     def _reads(self, text: PageText) -> bool:

@@ -20,8 +20,9 @@ from raybatch.actors.prepare import ChunkSummary
 from raybatch.errors import RaybatchError, TransientError, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import ChunkStatus, JobRecord, JobStatus, Lease
+from raybatch.reuse import outstanding
 from raybatch.state.port import StateStore
-from raybatch.steps.chunk import ChunkPlan, plan_chunks
+from raybatch.steps.chunk import ChunkPlan
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,14 @@ class PrepareTasks(Protocol):
         """A task preparing one chunk: refs to (ChunkSummary, PreparedChunk)."""
         ...
 
+    def processing_key(self, job: JobRecord, n: int) -> str:
+        """The key chunk ``n`` of ``job`` gets when these tasks prepare it."""
+        ...
+
+    def stored(self, job: JobRecord, plan: ChunkPlan) -> tuple[Any, Any] | None:
+        """Refs to (ChunkSummary, PreparedChunk) prepared earlier under the same key, or None."""
+        ...
+
 
 class PrepareScheduler:
     """Launches and collects prepare tasks for the jobs of one run."""
@@ -93,13 +102,15 @@ class PrepareScheduler:
         self._queue: deque[tuple[int, ChunkPlan]] = deque()
         self._in_flight: dict[Any, tuple[int, int, Any]] = {}
         self._measured: list[int] = []
-        self._ready: list[ReadyJob] = []  # jobs found fully prepared when claimed
+        self._answered_already: list[ReadyJob] = []  # jobs found fully prepared when claimed
+        self._from_store: set[Any] = set()
+        self.pages_from_store = 0  # of pages_prepared: taken as an earlier run had prepared them
         self.pages_prepared = 0
 
     @property
     def idle(self) -> bool:
         """Nothing queued and nothing running."""
-        return not self._queue and not self._in_flight
+        return not self._queue and not self._in_flight and not self._answered_already
 
     @property
     def leases(self) -> list[Lease]:
@@ -155,8 +166,7 @@ class PrepareScheduler:
         """Collect what finished, then launch what the bounds allow; jobs now fully prepared."""
         # Collecting first refills a finished task's slot in this tick rather than the next one;
         # the jobs it hands back are not offered yet, so their bytes count as backlog here.
-        ready = self._ready + self._collect()
-        self._ready = []
+        ready, self._answered_already = self._answered_already + self._collect(), []
         self._launch(backlog_bytes + sum(job.request_bytes for job in ready))
         return ready
 
@@ -166,13 +176,12 @@ class PrepareScheduler:
             reason = f"prepare tried {lease.attempt - 1} times (workers killed or lost, e.g. out of memory)"
             self._state.fail_job(job.id, "prepare", "AttemptsExhausted", reason, lease=lease)
             return
-        chunks = self._state.get_chunks(job.id) if has_answers else []
-        done = {c.n for c in chunks if c.status is ChunkStatus.SUCCEEDED}
-        plans = [p for p in plan_chunks(job.pages or 0) if p.n not in done]
+        plans = outstanding(self._state, job, self._tasks.processing_key, any_answered=has_answers)
         self._jobs[job.id] = JobInPrep(job, lease, {p.n for p in plans})
         self._queue.extend((job.id, plan) for plan in plans)
-        if not plans and (ready := self._finish(job.id)) is not None:
-            self._ready.append(ready)
+        if not plans:  # every answer is already held: nothing to prepare, ready at the next tick
+            ready = self._finish(job.id)
+            self._answered_already.extend([ready] if ready else [])
 
     def _launch(self, backlog_bytes: int) -> None:
         cap = max(1, self._cap())
@@ -185,9 +194,14 @@ class PrepareScheduler:
                 self._launch_one(prep, plan)
 
     def _launch_one(self, prep: JobInPrep, plan: ChunkPlan) -> None:
-        if prep.source is None:
-            prep.source = self._tasks.load(prep.job)
-        summary, payload = self._tasks.prepare(prep.job, plan, prep.source)
+        stored = self._tasks.stored(prep.job, plan)  # kept by an earlier ``estimate``
+        if stored is None:
+            if prep.source is None:
+                prep.source = self._tasks.load(prep.job)
+            stored = self._tasks.prepare(prep.job, plan, prep.source)
+        else:
+            self._from_store.add(stored[0])
+        summary, payload = stored
         self._in_flight[summary] = (prep.job.id, plan.n, payload)
 
     def _expected_bytes(self) -> int:
@@ -211,10 +225,12 @@ class PrepareScheduler:
             except RayError as exc:
                 self._fail(job_id, exc)
                 continue
-            ready.extend(self._chunk_done(job_id, n, summary, payload))
+            ready.extend(self._chunk_done(job_id, n, summary, payload, ref))
         return ready
 
-    def _chunk_done(self, job_id: int, n: int, summary: ChunkSummary, payload: Any) -> list[ReadyJob]:
+    def _chunk_done(
+        self, job_id: int, n: int, summary: ChunkSummary, payload: Any, ref: Any = None
+    ) -> list[ReadyJob]:
         prep = self._jobs[job_id]
         for read in summary.ocr_reads:  # the tasks hold no database access: their OCR is cached here
             self._state.put_page_text(prep.job.sha256, read.engine, read.text)
@@ -225,6 +241,8 @@ class PrepareScheduler:
         self._measured.append(summary.record.request_bytes)
         pages = summary.record.last_page - summary.record.first_page + 1
         self.pages_prepared += pages
+        self.pages_from_store += pages if ref in self._from_store else 0
+        self._from_store.discard(ref)
         self._metrics.pages_prepared(pages, summary.ocr_pages)
         if prep.waiting:
             return []

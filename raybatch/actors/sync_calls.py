@@ -18,11 +18,12 @@ from raybatch.actors.filing import ResultFiler
 from raybatch.claude.records import PreparedRequest, RequestResult
 from raybatch.claude.sync_client import AnthropicMessageClient
 from raybatch.errors import PermanentError
+from raybatch.models import SYNC_BATCH_ID
 from raybatch.state.port import StateStore
 
 log = logging.getLogger(__name__)
 
-SYNC_BATCH = "sync"  # the batch id chunks carry while a synchronous call is under way
+SYNC_BATCH = SYNC_BATCH_ID  # the batch id chunks carry while a synchronous call is under way
 
 Io = Callable[..., Awaitable[Any]]
 

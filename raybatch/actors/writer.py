@@ -21,6 +21,7 @@ from threading import BoundedSemaphore
 import pymupdf
 
 from raybatch.claude.answer import PROMPT_VERSION, ChunkAnswer
+from raybatch.cost import prices_for
 from raybatch.errors import LeaseLost, PermanentError, TransientError, error_class
 from raybatch.ids import OutputKeys
 from raybatch.metrics import Metrics
@@ -200,18 +201,26 @@ class ResultWriter:
         return grouped
 
     def _drop_stale_objects(self, job_id: int, count: int) -> None:
-        """A rerun that found fewer documents leaves no objects of the old ones behind."""
+        """A rerun that found fewer documents leaves no objects of the old ones behind; requests
+        prepared ahead (by ``estimate``) are dropped once answered."""
         keys = self._keys()
         keep = {keys.document_pdf(job_id, i) for i in range(count)}
         keep |= {keys.document_thumb(job_id, i) for i in range(count)}
         for key in list(self._store.list(f"{keys.job_prefix(job_id)}/documents/")):
             if key not in keep:
                 self._store.delete(key)
+        for key in list(self._store.list(keys.prepared(job_id))):
+            self._store.delete(key)  # requests an ``estimate`` prepared ahead: answered now
 
     def _manifest(self, job: JobRecord, records: Sequence[DocumentRecord]) -> bytes:
-        usage = self._state.usage_totals(job.id)
+        claude = self._claude
         return build_manifest(
-            job, records, usage, model=self._claude.claude_model, prompt_version=PROMPT_VERSION
+            job,
+            records,
+            self._state.get_chunks(job.id),
+            prices=prices_for(claude.claude_model, claude.claude_prices),
+            model=claude.claude_model,
+            prompt_version=PROMPT_VERSION,
         )
 
     def _put_json(self, key: str, data: bytes) -> None:

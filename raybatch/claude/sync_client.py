@@ -34,6 +34,7 @@ from raybatch.settings import ClaudeSettings
 log = logging.getLogger(__name__)
 
 SYNC_BACKOFF = Backoff(initial=1.0, factor=2.0, cap=60.0, jitter=0.2)
+_COUNTED = ("model", "system", "messages", "output_config")  # what count_tokens takes of a request
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,18 @@ class AnthropicMessageClient:
         except AuthenticationFailed:
             stop.set()
             raise
+
+    def count_tokens(self, request: PreparedRequest) -> int:
+        """The request's input tokens by ``POST /v1/messages/count_tokens`` (nothing is sent to the
+        model, nothing is billed); retried like a message."""
+        params = {k: request.params[k] for k in _COUNTED if k in request.params}
+
+        def count() -> int:
+            with sdk_errors(f"count_tokens {request.custom_id}"):
+                return int(self._client.messages.count_tokens(**params).input_tokens)
+
+        what = f"count_tokens {request.custom_id}"
+        return retry_call(count, attempts=self._attempts, backoff=self._backoff, sleep=self._sleep, what=what)
 
     def _create(self, request: PreparedRequest) -> Any:
         with sdk_errors(f"messages {request.custom_id}"):

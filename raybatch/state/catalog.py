@@ -1,9 +1,9 @@
-"""Documents and groups, the per-page OCR cache, the errors log and the pause flag."""
+"""Documents and groups, the per-page OCR cache, the errors log, the pause flag and other flags."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import sqlalchemy as sa
 
@@ -172,3 +172,23 @@ class CatalogQueries(SqlBase):
         )
         with self._write() as conn:
             conn.execute(upsert.values(key=PAUSED_KEY, value="1" if paused else "0", updated_at=self._now()))
+
+    def get_flags(self, prefix: str) -> dict[str, str]:
+        """Every stored setting whose key starts with ``prefix``."""
+        query = sa.select(settings.c.key, settings.c.value).where(settings.c.key.startswith(prefix))
+        with self._read() as conn:
+            return {key: value for key, value in conn.execute(query)}
+
+    def set_flags(self, values: Mapping[str, str | None]) -> None:
+        """Store settings by key; None removes one."""
+        insert = self._insert(settings)
+        upsert = insert.on_conflict_do_update(
+            index_elements=["key"],
+            set_={"value": insert.excluded.value, "updated_at": insert.excluded.updated_at},
+        )
+        with self._write() as conn:
+            for key, value in values.items():
+                if value is None:
+                    conn.execute(sa.delete(settings).where(settings.c.key == key))
+                else:
+                    conn.execute(upsert.values(key=key, value=value, updated_at=self._now()))

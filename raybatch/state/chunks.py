@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
-from raybatch.models import BatchStatus, ChunkRecord, ChunkStatus, ResultType, Usage
+from raybatch.cost import add_usage
+from raybatch.models import SYNC_BATCH_ID, BatchStatus, ChunkRecord, ChunkStatus, ResultType, Usage
 from raybatch.state.base import SqlBase, clip, in_groups
+from raybatch.state.port import RequestTotals
 from raybatch.state.rows import CHUNK_COLUMNS, chunk_record, chunk_values
 from raybatch.state.schema import batches as batch_rows
 from raybatch.state.schema import chunks as chunk_rows
@@ -25,6 +28,7 @@ ACTIVE_BATCH_STATUSES = (
 
 
 def _result_values(
+    batch_id: str,
     result: ResultType,
     answer: str | None,
     usage: Usage | None,
@@ -39,6 +43,7 @@ def _result_values(
         tokens = {name: getattr(usage or Usage(), name) for name in _TOKENS}
         return {
             **tokens,
+            "sent_mode": "sync" if batch_id == SYNC_BATCH_ID else "batch",
             "status": ChunkStatus.SUCCEEDED.value,
             "answer": answer,
             "error_class": None,
@@ -194,7 +199,8 @@ class ChunkQueries(SqlBase):
         """File one result; False (and nothing changed) for a duplicate, a stale batch or an
         unknown custom_id. An error with ``retry`` goes to RETRY until ``max_attempts`` tries
         have failed, then to FAILED; without ``retry`` straight to FAILED."""
-        values = _result_values(result, answer, usage, (error_class, error_message), retry, max_attempts)
+        error = (error_class, error_message)
+        values = _result_values(batch_id, result, answer, usage, error, retry, max_attempts)
         update = sa.update(chunk_rows).where(
             chunk_rows.c.custom_id == custom_id,
             chunk_rows.c.batch_id == batch_id,
@@ -211,3 +217,58 @@ class ChunkQueries(SqlBase):
         with self._read() as conn:
             row = conn.execute(query).one()
         return Usage(*(int(value) for value in row))
+
+    def request_totals(self, job_ids: Iterable[int] | None = None) -> RequestTotals:
+        """Tokens by sent mode and answer origins over all chunks, or those of ``job_ids``."""
+        mode = sa.func.coalesce(chunk_rows.c.sent_mode, "batch")
+        sums = [sa.func.coalesce(sa.func.sum(chunk_rows.c[name]), 0) for name in _TOKENS]
+        emulated = sa.func.sum(sa.case((chunk_rows.c.emulated, 1), else_=0))
+        reused = sa.func.sum(sa.case((chunk_rows.c.reused_from.is_not(None), 1), else_=0))
+        query = sa.select(mode, sa.func.count(), emulated, reused, *sums).group_by(mode)
+        groups: list[list[int] | None] = [None] if job_ids is None else list(in_groups(list(job_ids)))
+        usages: dict[str, list[Usage]] = {}
+        counts = [0, 0, 0]
+        with self._read() as conn:
+            for group in groups:
+                chosen = query if group is None else query.where(chunk_rows.c.job_id.in_(group))
+                for row in conn.execute(chosen):
+                    usages.setdefault(row[0], []).append(Usage(*(int(v) for v in row[4:])))
+                    counts = [total + int(v or 0) for total, v in zip(counts, row[1:4], strict=True)]
+        by_mode = {name: add_usage(items) for name, items in usages.items()}
+        return RequestTotals(by_mode, *counts)
+
+    def answers_for(self, keys: Sequence[str]) -> dict[str, ChunkRecord]:
+        """A succeeded chunk for each of ``keys`` that has one (the oldest): answers already held."""
+        found: dict[str, ChunkRecord] = {}
+        succeeded = chunk_rows.c.status == ChunkStatus.SUCCEEDED.value
+        with self._read() as conn:
+            for group in in_groups(sorted(set(keys))):
+                query = (
+                    sa.select(chunk_rows)
+                    .where(succeeded, chunk_rows.c.processing_key.in_(group))
+                    .order_by(chunk_rows.c.id.desc())
+                )
+                found |= {row.processing_key: chunk_record(row) for row in conn.execute(query)}
+        return found
+
+    def record_sent(self, sent: Mapping[str, tuple[str, float]]) -> None:
+        """Chunks about to be sent: custom_id → (mode, expected cost in US dollars); stamped now."""
+        now = self._now()
+        with self._write() as conn:
+            for cid, (mode, cost) in sent.items():
+                values = {"sent_mode": mode, "estimated_cost_usd": cost, "sent_at": now}
+                conn.execute(sa.update(chunk_rows).where(chunk_rows.c.custom_id == cid).values(values))
+
+    def spend_since(self, since: datetime) -> tuple[float, dict[str, Usage]]:
+        """What requests sent since ``since`` commit: expected cost of those still in flight, and the
+        tokens of those answered, by the mode they were sent with."""
+        sent = chunk_rows.c.sent_at >= since
+        flying = chunk_rows.c.status == ChunkStatus.SUBMITTED.value
+        in_flight = sa.select(sa.func.coalesce(sa.func.sum(chunk_rows.c.estimated_cost_usd), 0.0))
+        mode = sa.func.coalesce(chunk_rows.c.sent_mode, "batch")
+        sums = [sa.func.coalesce(sa.func.sum(chunk_rows.c[name]), 0) for name in _TOKENS]
+        answered = sa.select(mode, *sums).where(sent, ~flying).group_by(mode)
+        with self._read() as conn:
+            expected = float(conn.execute(in_flight.where(sent, flying)).scalar() or 0.0)
+            usage = {row[0]: Usage(*(int(v) for v in row[1:])) for row in conn.execute(answered)}
+        return expected, usage

@@ -64,6 +64,16 @@ class JobTotals:
 
 
 @dataclass(frozen=True)
+class RequestTotals:
+    """Chunks of some jobs: tokens by the mode they were sent with, and who answered them."""
+
+    usage_by_mode: Mapping[str, Usage]
+    requests: int = 0
+    emulated: int = 0  # answered by the built-in emulator
+    reused: int = 0  # took an answer already held instead of being sent
+
+
+@dataclass(frozen=True)
 class ErrorRecord:
     """One classified failure of a job in a phase."""
 
@@ -233,6 +243,23 @@ class StateStore(Protocol):
         """Submitted jobs with no chunk in flight, and prepared jobs with nothing left to send."""
         ...
 
+    def request_totals(self, job_ids: Iterable[int] | None = None) -> RequestTotals:
+        """Tokens by sent mode and answer origins over all chunks, or those of ``job_ids``."""
+        ...
+
+    def answers_for(self, keys: Sequence[str]) -> dict[str, ChunkRecord]:
+        """A succeeded chunk for each of ``keys`` that has one: answers already held, by key."""
+        ...
+
+    def record_sent(self, sent: Mapping[str, tuple[str, float]]) -> None:
+        """Chunks about to be sent: custom_id → (mode, expected cost in US dollars); stamped now."""
+        ...
+
+    def spend_since(self, since: datetime) -> tuple[float, dict[str, Usage]]:
+        """Expected cost of requests sent since ``since`` still in flight, and the tokens of those
+        answered by sent mode."""
+        ...
+
     # --- batches --------------------------------------------------------------------------
     def record_batch_intent(self, custom_ids: Sequence[str], request_bytes: int) -> int:
         """Record a batch of these requests in status CREATING, before creating it; its id."""
@@ -331,6 +358,14 @@ class StateStore(Protocol):
 
     def set_paused(self, paused: bool) -> None:
         """Set or clear the pause flag."""
+        ...
+
+    def get_flags(self, prefix: str) -> dict[str, str]:
+        """Every stored setting whose key starts with ``prefix`` (the spend cap keeps its own)."""
+        ...
+
+    def set_flags(self, values: Mapping[str, str | None]) -> None:
+        """Store settings by key; None removes one."""
         ...
 
     # --- lifecycle ------------------------------------------------------------------------

@@ -57,6 +57,11 @@ CHUNK_COLUMNS = (
     "error_class",
     "error_message",
     "rotations",
+    "emulated",
+    "sent_mode",
+    "sent_at",
+    "estimated_cost_usd",
+    "reused_from",
 )
 
 
@@ -73,6 +78,7 @@ def chunk_record(row: Row[Any]) -> ChunkRecord:
     values = {name: getattr(row, name) for name in CHUNK_COLUMNS}
     values["status"] = ChunkStatus(row.status)
     values["rotations"] = {int(page): int(deg) for page, deg in (row.rotations or {}).items()}
+    values["emulated"] = bool(row.emulated)
     return ChunkRecord(job_id=row.job_id, n=row.n, **values)
 
 

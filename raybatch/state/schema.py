@@ -97,6 +97,12 @@ chunks = sa.Table(
     sa.Column("error_class", sa.String(100)),
     sa.Column("error_message", sa.Text),
     sa.Column("rotations", sa.JSON),  # page → clockwise degrees found when the chunk was prepared
+    # answered by the built-in emulator (prepared under it)
+    sa.Column("emulated", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
+    sa.Column("sent_mode", sa.String(8)),  # batch or sync: what the request was last sent as
+    sa.Column("sent_at", UtcDateTime()),  # when the spend gate let it go
+    sa.Column("estimated_cost_usd", sa.Float),  # what it was expected to cost when sent
+    sa.Column("reused_from", sa.String(64)),  # custom_id whose answer it took, not sent itself
     *_created(),
     sa.UniqueConstraint("job_id", "n"),
     sa.Index("ix_chunks_status", "status"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from raybatch.claude.answer import PROMPT_VERSION
@@ -22,7 +23,7 @@ from raybatch.claude.schema import answer_schema
 from raybatch.errors import InvalidRequest
 from raybatch.ids import custom_id, processing_key
 from raybatch.models import PageText, RenderedPage
-from raybatch.settings import Modality
+from raybatch.settings import Modality, PrepareSettings, RequestSettings
 
 MAX_PAGES = 8
 MAX_LONG_EDGE = 1568
@@ -31,25 +32,60 @@ MIN_TEXT_CHARS = 40  # fewer letters and digits than this is not enough to read 
 _MAGIC = {"image/jpeg": (b"\xff\xd8\xff",), "image/webp": (b"RIFF",)}
 
 
+@dataclass(frozen=True)
+class RequestConfig:
+    """Everything besides a source's bytes and the chunk's place that changes its request (and so its
+    answer). Two chunks with the same bytes, place and fingerprint get the same answer: it is reused."""
+
+    model: str
+    max_tokens: int
+    modality: Modality
+    min_confidence: float
+    ocr_engine: str = "none"  # the engine's name with its version, as the OCR cache keys it
+    long_edge: int = MAX_LONG_EDGE
+    image_format: str = "jpeg"
+    image_quality: int = 80
+    emulated: bool = False  # answered by the built-in emulator: never mistaken for Claude's answer
+    prompt_version: str = PROMPT_VERSION
+
+    def fingerprint(self) -> str:
+        """A canonical text of every field."""
+        return json.dumps(asdict(self), sort_keys=True, default=str, separators=(",", ":"))
+
+    def key(self, sha256: str, n: int) -> str:
+        """The processing key of chunk ``n`` of the source ``sha256`` under this configuration."""
+        return processing_key(sha256, n, self.fingerprint())
+
+
+def request_config(
+    prepare: PrepareSettings, claude: RequestSettings, min_confidence: float, ocr_engine: str
+) -> RequestConfig:
+    """The request configuration the settings and the OCR engine in use make."""
+    return RequestConfig(
+        model=claude.claude_model,
+        max_tokens=claude.max_tokens,
+        modality=prepare.page_modality,
+        min_confidence=min_confidence,
+        ocr_engine=ocr_engine,
+        long_edge=prepare.page_long_edge,
+        image_format=prepare.image_format,
+        image_quality=prepare.image_quality,
+        emulated=claude.raybatch_emulator,
+    )
+
+
 def build_request(
-    job_id: int,
-    n: int,
-    sha256: str,
-    pages: Sequence[RenderedPage],
-    *,
-    model: str,
-    max_tokens: int,
-    modality: Modality,
-    min_confidence: float,
+    job_id: int, n: int, sha256: str, pages: Sequence[RenderedPage], *, config: RequestConfig
 ) -> PreparedRequest:
     """Chunk ``n`` of job ``job_id`` as a prepared request; refuses pages it must not send."""
     _check_pages(pages)
     cid = custom_id(job_id, n)
+    content = _content(pages, config.modality, config.min_confidence)
     params: dict[str, Any] = {
-        "model": model,
-        "max_tokens": max_tokens,
+        "model": config.model,
+        "max_tokens": config.max_tokens,
         "system": [{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}],
-        "messages": [{"role": "user", "content": _content(pages, modality, min_confidence)}],
+        "messages": [{"role": "user", "content": content}],
         "output_config": {"format": {"type": "json_schema", "schema": answer_schema()}},
     }
     return PreparedRequest(
@@ -58,7 +94,7 @@ def build_request(
         n=n,
         first_page=pages[0].page,
         last_page=pages[-1].page,
-        processing_key=processing_key(sha256, n, PROMPT_VERSION, model),
+        processing_key=config.key(sha256, n),
         params=params,
         encoded_size=encoded_size(cid, params),
     )

@@ -1,4 +1,5 @@
-"""Manifest: one job's outcome as ``manifest.json`` — its source, documents, groups, tokens and cost.
+"""Manifest: one job's outcome as ``manifest.json`` — its source, documents, groups, tokens, cost
+and who answered (Claude, the emulator, or an answer reused).
 
 Pure: records in, bytes out. Keys are sorted and nothing depends on the clock, so writing the
 manifest again for the same job writes the same bytes.
@@ -8,80 +9,53 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-from raybatch.models import DocumentRecord, JobRecord, Usage
+from raybatch.cost import ModelPrices, add_usage, cost_usd, usage_by_mode
+from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, Usage
 from raybatch.steps.group import group_label
 
 MANIFEST_VERSION = 1
 
 
-@dataclass(frozen=True)
-class TokenPrices:
-    """US dollars per million tokens, at the synchronous (list) price."""
-
-    input: float = 3.0
-    output: float = 15.0
-    cache_read: float = 0.30
-    cache_creation: float = 3.75
-    batch_discount: float = 0.5  # the Message Batches API bills half
-
-
-DEFAULT_PRICES = TokenPrices()  # a Sonnet-class model; pass the model's own prices when they differ
-
-
-def total_usage(usages: Usage | Iterable[Usage]) -> Usage:
-    """One ``Usage`` for many (each chunk's request), or the one given."""
-    if isinstance(usages, Usage):
-        return usages
-    items = list(usages)
-    return Usage(
-        input_tokens=sum(u.input_tokens for u in items),
-        output_tokens=sum(u.output_tokens for u in items),
-        cache_read_tokens=sum(u.cache_read_tokens for u in items),
-        cache_creation_tokens=sum(u.cache_creation_tokens for u in items),
-    )
-
-
-def estimate_cost_usd(usage: Usage, *, batch: bool, prices: TokenPrices = DEFAULT_PRICES) -> float:
-    """What the tokens cost, in dollars, rounded to a millionth."""
-    cost = (
-        usage.input_tokens * prices.input
-        + usage.output_tokens * prices.output
-        + usage.cache_read_tokens * prices.cache_read
-        + usage.cache_creation_tokens * prices.cache_creation
-    ) / 1_000_000
-    return round(cost * (prices.batch_discount if batch else 1.0), 6)
-
-
 def build_manifest(
     job: JobRecord,
     documents: Sequence[DocumentRecord],
-    usage: Usage | Iterable[Usage],
+    chunks: Sequence[ChunkRecord],
     *,
-    prices: TokenPrices = DEFAULT_PRICES,
+    prices: ModelPrices,
     model: str | None = None,
     prompt_version: str | None = None,
 ) -> bytes:
     """``manifest.json`` of a job: UTF-8 JSON with sorted keys, documents in index order.
 
-    The cost is estimated at batch or sync prices by the job's mode and shared among documents
-    by their page counts.
+    The cost comes from each chunk's tokens at the price of the mode it was sent with
+    (``raybatch.cost.cost_usd``), shared among documents by their page counts. ``answered_by`` says
+    how many requests Claude answered, how many the built-in emulator answered (``emulated`` is then
+    true: the fields are stand-ins), and how many reused an answer already held.
     """
-    totals = total_usage(usage)
-    cost = estimate_cost_usd(totals, batch=job.mode == "batch", prices=prices)
+    by_mode = usage_by_mode(chunks)
+    cost = cost_usd(by_mode, prices)
     ordered = sorted(documents, key=lambda doc: doc.index)
     pages = sum(doc.last_page - doc.first_page + 1 for doc in ordered)
+    emulated = sum(1 for c in chunks if c.emulated)
+    reused = sum(1 for c in chunks if c.reused_from)
     manifest = {
         "manifest_version": MANIFEST_VERSION,
         "job": _job_entry(job),
         "claude": {"model": model, "prompt_version": prompt_version},
         "documents": [_document_entry(doc, cost, pages) for doc in ordered],
         "groups": _groups(ordered),
-        "usage": _usage_entry(totals),
+        "usage": _usage_entry(add_usage(by_mode.values())),
+        "usage_by_mode": {mode: _usage_entry(usage) for mode, usage in sorted(by_mode.items())},
         "estimated_cost_usd": cost,
+        "emulated": emulated > 0,
+        "answered_by": {
+            "claude": len(chunks) - emulated - reused,
+            "emulator": emulated,
+            "reused": reused,
+        },
     }
     text = json.dumps(manifest, sort_keys=True, ensure_ascii=False, indent=2, allow_nan=False, default=str)
     return (text + "\n").encode("utf-8")

@@ -12,7 +12,7 @@ from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.sync_client import AnthropicMessageClient
 from raybatch.models import PageText, RenderedPage, ResultType
 from raybatch.settings import Modality
-from raybatch.steps.build_requests import build_request
+from raybatch.steps.build_requests import RequestConfig, build_request
 
 TEXTS = [
     "INVOICE No. 17 dated 2026-03-01\nSeller: Acme Trading LLC\nTotal: 1200.00 USD",
@@ -29,10 +29,10 @@ def _page(number: int, text: str) -> RenderedPage:
 
 def test_built_request_gets_the_same_valid_answer_in_batch_and_sync_mode():
     pages = [_page(n, text) for n, text in enumerate(TEXTS, start=1)]
-    request = build_request(
-        7, 1, "0" * 64, pages, model="claude-sonnet-5-5", max_tokens=4096,
-        modality=Modality.IMAGES, min_confidence=0.8,
-    )  # fmt: skip
+    config = RequestConfig(
+        model="claude-sonnet-5-5", max_tokens=4096, modality=Modality.IMAGES, min_confidence=0.8
+    )
+    request = build_request(7, 1, "0" * 64, pages, config=config)
     with running(processing_seconds=0, responder=None) as (server, _):
         settings = settings_for(server)
         with AnthropicBatchClient(settings, max_retries=0) as batch_client:

@@ -139,3 +139,12 @@ def test_bad_credentials_stop_the_run():
         client = AnthropicMessageClient(settings, sleep=lambda _: None)
         with client, pytest.raises(AuthenticationFailed):
             client.send(requests(3))
+
+
+def test_count_tokens_counts_what_the_answer_bills():
+    request = requests(1)[0]
+    with sync_client() as (client, server, _):
+        counted = client.count_tokens(request)
+        result = client.send_one(request)
+        assert server.app.calls["count_tokens"] == 1
+    assert result.usage is not None and counted == result.usage.input_tokens > 0

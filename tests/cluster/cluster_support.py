@@ -110,7 +110,8 @@ def submit(head: RayHead, submission_id: str, args: Sequence[str], timeout: floa
 
 def job_args(corpus: Corpus, home: Path) -> list[str]:
     """jobs/process.py's arguments for ``corpus`` into a store and a SQLite database under ``home``."""
-    return [str(corpus.folder), "--store", str(home / "store"), "--db", f"sqlite:///{home / 'state.db'}"]
+    db = f"sqlite:///{home / 'state.db'}"
+    return [str(corpus.folder), "--store", str(home / "store"), "--db", db, "--emulator"]
 
 
 def scrape_metrics(head: RayHead) -> dict[str, float]:

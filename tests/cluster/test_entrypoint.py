@@ -65,3 +65,18 @@ def test_bad_settings_exit_with_2_before_touching_ray(
     monkeypatch.setattr(process, "join_cluster", lambda settings: pytest.fail("joined Ray"))
     assert process.main(["/nowhere"]) == 2
     assert "POLL_INTERVAL" in capsys.readouterr().err
+
+
+def test_without_a_key_or_emulator_the_job_stops_before_any_work(
+    process: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("RAYBATCH_EMULATOR", raising=False)
+    monkeypatch.setattr(process, "join_cluster", lambda settings: pytest.fail("joined Ray"))
+    db, store = tmp_path / "state.db", tmp_path / "store"
+    assert process.main([str(tmp_path), "--db", f"sqlite:///{db}", "--store", str(store)]) == 2
+    assert "ANTHROPIC_API_KEY is not set" in capsys.readouterr().err
+    assert not db.exists() and not store.exists()

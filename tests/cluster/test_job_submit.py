@@ -55,7 +55,7 @@ def test_the_job_succeeds_and_writes_every_document(submitted_run: SubmittedRun)
 
 def test_the_job_logs_progress_lines_and_a_summary(submitted_run: SubmittedRun) -> None:
     logs, corpus = submitted_run.submission.logs, submitted_run.corpus
-    assert "notice: ANTHROPIC_API_KEY is not set: using the built-in Claude emulator" in logs
+    assert "notice: emulator: using the built-in Claude emulator" in logs
     lines = PROGRESS.findall(logs)
     assert len(lines) >= 2, logs[-3000:]
     last = tuple(map(int, lines[-1]))  # jobs done, jobs, pages, pages in all, documents

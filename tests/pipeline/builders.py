@@ -14,11 +14,13 @@ from raybatch.models import ChunkStatus, JobStatus, PageText, RenderedPage, Sour
 from raybatch.samples import plan_corpus
 from raybatch.settings import Modality
 from raybatch.state import SqlStateStore
-from raybatch.steps.build_requests import build_request
+from raybatch.steps.build_requests import RequestConfig, build_request
 from raybatch.steps.chunk import plan_chunks
 
 _BLANK = io.BytesIO()
 Image.new("RGB", (32, 45), "white").save(_BLANK, format="JPEG")
+
+CONFIG = RequestConfig(model="claude-test", max_tokens=4096, modality=Modality.TEXT, min_confidence=0.8)
 
 
 @dataclass
@@ -59,16 +61,7 @@ def prepared_job(
             RenderedPage(p, _BLANK.getvalue(), "image/jpeg", 32, 45, PageText(p, texts[p - 1], "layer"))
             for p in plan.pages
         ]
-        request = build_request(
-            job.id,
-            plan.n,
-            sha,
-            pages,
-            model="claude-test",
-            max_tokens=4096,
-            modality=Modality.TEXT,
-            min_confidence=0.8,
-        )
+        request = build_request(job.id, plan.n, sha, pages, config=CONFIG)
         chunks[plan.n] = PreparedChunk(request, {p: 0 for p in plan.pages})
     state.save_chunks(job.id, [c.record() for c in chunks.values()])
     assert {c.status for c in state.get_chunks(job.id)} == {ChunkStatus.PREPARED}

@@ -49,7 +49,7 @@ def corpus_run(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> C
     """The default sample corpus (6 bundles, scans and rotations included), run once with OCR."""
     home = tmp_path_factory.mktemp("corpus")
     truth = write_samples(home / "samples", bundles=6, seed=7)
-    settings = run_settings(home)  # no API key: the pipeline starts its own emulator
+    settings = run_settings(home, raybatch_emulator=True)  # the pipeline starts its own emulator
     notices: list[str] = []
     report = run(settings, str(home / "samples"), notice=notices.append)
     assert any("emulator" in n for n in notices), "the run must say it uses the emulator"

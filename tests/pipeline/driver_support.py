@@ -55,6 +55,12 @@ class StandInTasks:
     def load(self, job: JobRecord) -> Any:
         return Ref(lambda: b"")
 
+    def processing_key(self, job: JobRecord, n: int) -> str:
+        return "key"
+
+    def stored(self, job: JobRecord, plan: ChunkPlan) -> tuple[Any, Any] | None:
+        return None
+
     def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
         self.launched.append((job.id, plan.n))
         record = ChunkRecord(

@@ -104,8 +104,8 @@ def assert_documents_once(settings: Settings, truth: dict) -> None:
     assert {j.status for j in state.list_jobs()} == {JobStatus.COMPLETED}
     rows = state.list_documents()
     assert len({(d.job_id, d.index) for d in rows}) == len(rows)
-    listed = LocalObjectStore(settings.store).list(OutputKeys(state.database_id()).jobs)
-    pdfs = {k for k in listed if k.endswith(".pdf")}
+    jobs = OutputKeys(state.database_id()).jobs
+    pdfs = {k for k in LocalObjectStore(settings.store).list(jobs) if k.endswith(".pdf")}
     assert pdfs == {d.pdf_key for d in rows}
     assert evaluate_run(state, truth)["boundary_f1"] == 1.0
 

@@ -12,7 +12,17 @@ from raybatch.actors.prepare import ChunkSummary
 from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.errors import InvalidSource
 from raybatch.ids import custom_id, sha256_bytes
-from raybatch.models import CachedPage, ChunkRecord, ChunkStatus, JobRecord, JobStatus, PageText, SourceKind
+from raybatch.models import (
+    CachedPage,
+    ChunkRecord,
+    ChunkStatus,
+    JobRecord,
+    JobStatus,
+    PageText,
+    ResultType,
+    SourceKind,
+    Usage,
+)
 from raybatch.settings import StateSettings
 from raybatch.state import SqlStateStore, open_state
 from raybatch.steps.chunk import ChunkPlan
@@ -27,24 +37,31 @@ class FakeTasks:
         self.launched: list[tuple[int, int]] = []
         self.done: set[Any] = set()
         self.failing: dict[tuple[int, int], BaseException] = {}
+        self.config = "v1"  # stands for the request configuration: a new value changes every key
 
     def load(self, job: JobRecord) -> Any:
         return ("source", job.id)
 
+    def stored(self, job: JobRecord, plan: ChunkPlan) -> tuple[Any, Any] | None:
+        return None
+
+    def processing_key(self, job: JobRecord, n: int) -> str:
+        return f"{job.sha256[:8]}-{n}-{self.config}"
+
     def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
         self.launched.append((job.id, plan.n))
-        return ("summary", job.id, plan.n, plan.first, plan.last), ("payload", job.id, plan.n)
+        key = self.processing_key(job, plan.n)
+        return ("summary", job.id, plan.n, plan.first, plan.last, key), ("payload", job.id, plan.n)
 
     def wait(self, refs: list[Any], num_returns: int, timeout: float) -> tuple[list[Any], list[Any]]:
         return [r for r in refs if r in self.done], [r for r in refs if r not in self.done]
 
     def get(self, ref: Any) -> ChunkSummary:
-        _, job_id, n, first, last = ref
+        _, job_id, n, first, last, key = ref
         if (job_id, n) in self.failing:
             raise self.failing[job_id, n]
-        record = ChunkRecord(
-            job_id, n, first, last, custom_id(job_id, n), "key", ChunkStatus.PREPARED, REQUEST_BYTES
-        )
+        record = ChunkRecord(job_id, n, first, last, custom_id(job_id, n), key, ChunkStatus.PREPARED)
+        record = replace(record, request_bytes=REQUEST_BYTES)
         return ChunkSummary(record, 0, 0)
 
     def finish_all(self, scheduler: PrepareScheduler) -> None:
@@ -137,9 +154,10 @@ def test_a_chunk_that_cannot_be_prepared_fails_its_job_only(state: SqlStateStore
 
 def test_chunks_already_answered_are_not_prepared_again(state: SqlStateStore) -> None:
     job = pending_job(state, 1, pages=16)
-    answered = ChunkRecord(job, 0, 1, 8, custom_id(job, 0), "key", ChunkStatus.SUCCEEDED, 10, answer="{}")
-    state.save_chunks(job, [answered])
     tasks = FakeTasks()
+    key = tasks.processing_key(state.get_job(job), 0)  # answered under the key it would get now
+    answered = ChunkRecord(job, 0, 1, 8, custom_id(job, 0), key, ChunkStatus.SUCCEEDED, 10, answer="{}")
+    state.save_chunks(job, [answered])
     sched = scheduler(state, tasks, 8)
     sched.claim([job])
     sched.tick(0)
@@ -197,3 +215,49 @@ def test_ocr_read_by_a_task_is_cached_by_the_driver(state: SqlStateStore) -> Non
     tasks.finish_all(sched)
     sched.tick(0)
     assert state.get_page_text(state.get_job(job).sha256, 3, "engine-1") == read.text
+
+
+def _answer_all(state: SqlStateStore, job_id: int) -> None:
+    chunks = state.get_chunks(job_id)
+    state.mark_chunks_submitted([c.custom_id for c in chunks], "msgbatch_1")
+    for c in chunks:
+        state.file_result(c.custom_id, "msgbatch_1", ResultType.SUCCEEDED, answer="{}", usage=Usage(100, 10))
+
+
+def _prepare_all(state: SqlStateStore, tasks: FakeTasks, job_ids: list[int]) -> list[Any]:
+    sched = scheduler(state, tasks, 8)
+    sched.claim(job_ids)
+    ready = sched.tick(0)
+    while not sched.idle:
+        tasks.finish_all(sched)
+        ready += sched.tick(0)
+    return ready
+
+
+def test_answers_are_reused_exactly_when_the_key_matches(state: SqlStateStore) -> None:
+    first = pending_job(state, 1, pages=16)
+    tasks = FakeTasks()
+    _prepare_all(state, tasks, [first])
+    _answer_all(state, first)
+    assert len(tasks.launched) == 2
+
+    # The same file as a new job (``--force``): every chunk takes the answer held, nothing is prepared.
+    forced, _ = state.register_job(
+        sha256=sha256_bytes(b"1"), source_uri="file:///1", source_name="1.pdf", kind=SourceKind.PDF,
+        size_bytes=1000, force=True,
+    )  # fmt: skip
+    state.transition(forced.id, [JobStatus.PENDING], JobStatus.PENDING, pages=16)
+    ready = _prepare_all(state, tasks, [forced.id])
+    assert len(tasks.launched) == 2 and [r.job_id for r in ready] == [forced.id]
+    copies = state.get_chunks(forced.id)
+    assert [c.reused_from for c in copies] == [f"job_{first}_batch_0", f"job_{first}_batch_1"]
+    assert {c.status for c in copies} == {ChunkStatus.SUCCEEDED} and all(c.answer == "{}" for c in copies)
+    assert state.request_totals().reused == 2
+    assert state.request_totals([forced.id]).usage_by_mode["batch"].input_tokens == 0  # nothing paid
+
+    # Another configuration (model, modality, ...) changes every key: every chunk is prepared again.
+    tasks.config = "v2"
+    state.transition(first, [JobStatus.PREPARED, JobStatus.ANSWERED], JobStatus.PENDING)
+    _prepare_all(state, tasks, [first])
+    assert tasks.launched[2:] == [(first, 0), (first, 1)]
+    assert {c.status for c in state.get_chunks(first)} == {ChunkStatus.PREPARED}

@@ -64,7 +64,7 @@ def chunk(job_id: int, n: int, *, key: str = "v1", status: ChunkStatus = ChunkSt
         first_page=8 * n + 1,
         last_page=8 * n + 8,
         custom_id=custom_id(job_id, n),
-        processing_key=processing_key(sha(job_id), n, key, "model"),
+        processing_key=processing_key(sha(job_id), n, f"{key}/model"),
         status=status,
         request_bytes=1234,
     )

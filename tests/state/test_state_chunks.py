@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from state_helpers import chunk, register
 
@@ -169,3 +171,23 @@ def test_release_returns_submitted_chunks_without_counting_a_try(store: SqlState
     assert {c.status for c in chunks} == {ChunkStatus.PREPARED}
     assert {c.attempts for c in chunks} == {0}
     assert {c.batch_id for c in chunks} == {None}
+
+
+def test_request_totals_keep_the_mode_each_request_was_sent_with(store: SqlStateStore, job_id: int) -> None:
+    other = register(store, 2)[0].id
+    store.save_chunks(job_id, [chunk(job_id, 0), chunk(job_id, 1)])
+    marked = [replace(chunk(other, 0), emulated=True), replace(chunk(other, 1), reused_from="x")]
+    store.save_chunks(other, marked)
+    submit(store, job_id, [0], "msgbatch_1")
+    submit(store, job_id, [1], "sync")
+    submit(store, other, [0], "msgbatch_1")
+    for cid, batch in ((f"job_{job_id}_batch_0", "msgbatch_1"), (f"job_{job_id}_batch_1", "sync")):
+        store.file_result(cid, batch, ResultType.SUCCEEDED, answer="{}", usage=USAGE)
+    store.file_result(f"job_{other}_batch_0", "msgbatch_1", ResultType.SUCCEEDED, answer="{}", usage=USAGE)
+
+    totals = store.request_totals()
+    assert totals.usage_by_mode == {"batch": Usage(2000, 400, 60, 8), "sync": USAGE}
+    assert (totals.requests, totals.emulated, totals.reused) == (4, 1, 1)
+    assert [c.sent_mode for c in store.get_chunks(job_id)] == ["batch", "sync"]
+    mine = store.request_totals([job_id])
+    assert mine.usage_by_mode == {"batch": USAGE, "sync": USAGE} and mine.emulated == 0

@@ -12,7 +12,6 @@ import httpx2
 import pytest
 from PIL import Image
 
-from raybatch.claude.answer import PROMPT_VERSION
 from raybatch.claude.pagetext import pages_from_params
 from raybatch.claude.prompt import SYSTEM_PROMPT
 from raybatch.claude.schema import answer_schema
@@ -20,7 +19,7 @@ from raybatch.errors import InvalidRequest
 from raybatch.ids import processing_key
 from raybatch.models import PageText, RenderedPage
 from raybatch.settings import Modality
-from raybatch.steps.build_requests import MIN_TEXT_CHARS, build_request, sends_image
+from raybatch.steps.build_requests import MIN_TEXT_CHARS, RequestConfig, build_request, sends_image
 from raybatch.steps.pack import ENVELOPE_BYTES, batch_body_size
 
 SHA = "ab" * 32
@@ -47,16 +46,16 @@ def page(
 
 
 def build(pages: list[RenderedPage], modality: Modality = Modality.IMAGES, job_id: int = 12, n: int = 1):
-    return build_request(
-        job_id, n, SHA, pages, model="claude-test", max_tokens=4096, modality=modality, min_confidence=0.8
-    )
+    config = RequestConfig(model="claude-test", max_tokens=4096, modality=modality, min_confidence=0.8)
+    return build_request(job_id, n, SHA, pages, config=config)
 
 
 def test_params_carry_prompt_pages_images_and_schema() -> None:
     request = build([page(9), page(10, text="")])
     params = request.params
     assert (request.custom_id, request.first_page, request.last_page) == ("job_12_batch_1", 9, 10)
-    assert request.processing_key == processing_key(SHA, 1, PROMPT_VERSION, "claude-test")
+    config = RequestConfig(model="claude-test", max_tokens=4096, modality=Modality.IMAGES, min_confidence=0.8)
+    assert request.processing_key == processing_key(SHA, 1, config.fingerprint())
     assert params["model"] == "claude-test" and params["max_tokens"] == 4096
     assert params["system"] == [
         {"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}
@@ -158,3 +157,29 @@ def test_encoded_size_of_a_single_request_matches_the_sdk() -> None:
     request = build([page(5)])
     body = _capture_batch_body([{"custom_id": request.custom_id, "params": dict(request.params)}])
     assert len(body) == ENVELOPE_BYTES + request.encoded_size
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"model": "claude-other"},
+        {"max_tokens": 2048},
+        {"modality": Modality.TEXT},
+        {"min_confidence": 0.5},
+        {"ocr_engine": "tesseract-5.6/eng+rus"},
+        {"long_edge": 1024},
+        {"image_format": "webp"},
+        {"image_quality": 90},
+        {"emulated": True},
+        {"prompt_version": "other"},
+    ],
+)
+def test_everything_that_changes_a_request_changes_its_key(change: dict[str, Any]) -> None:
+    from dataclasses import replace
+
+    config = RequestConfig(
+        model="claude-test", max_tokens=4096, modality=Modality.IMAGES, min_confidence=0.8,
+        ocr_engine="tesseract-5.5/eng+rus",
+    )  # fmt: skip
+    assert replace(config, **change).key(SHA, 1) != config.key(SHA, 1)
+    assert config.key(SHA, 1) == replace(config).key(SHA, 1) != config.key(SHA, 2)

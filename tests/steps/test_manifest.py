@@ -6,14 +6,12 @@ import json
 
 import pytest
 
-from raybatch.models import DocumentRecord, JobRecord, JobStatus, SourceKind, Usage
+from raybatch.cost import ModelPrices
+from raybatch.models import ChunkRecord, ChunkStatus, DocumentRecord, JobRecord, JobStatus, SourceKind, Usage
 from raybatch.steps.group import group_key
-from raybatch.steps.manifest import (
-    TokenPrices,
-    build_manifest,
-    estimate_cost_usd,
-    total_usage,
-)
+from raybatch.steps.manifest import build_manifest
+
+PRICES = ModelPrices(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30, batch_discount=0.5)
 
 JOB = JobRecord(
     id=12, sha256="ab" * 32, source_uri="s3://in/scans/Счёт 2024.pdf", source_name="Счёт 2024.pdf",
@@ -37,8 +35,22 @@ def _docs() -> list[DocumentRecord]:
     ]
 
 
-def _manifest(**kwargs: object) -> dict:
-    return json.loads(build_manifest(JOB, _docs(), Usage(1_000_000, 100_000, 0, 0), **kwargs))  # type: ignore[arg-type]
+def _chunk(n: int, usage: Usage, mode: str | None = "batch", **fields: object) -> ChunkRecord:
+    tokens = {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_creation_tokens": usage.cache_creation_tokens,
+    }
+    return ChunkRecord(
+        job_id=12, n=n, first_page=1, last_page=8, custom_id=f"job_12_batch_{n}", processing_key="k",
+        status=ChunkStatus.SUCCEEDED, sent_mode=mode, **tokens, **fields,  # type: ignore[arg-type]
+    )
+
+
+def _manifest(chunks: list[ChunkRecord] | None = None, **kwargs: object) -> dict:
+    chunks = chunks if chunks is not None else [_chunk(0, Usage(1_000_000, 100_000, 0, 0))]
+    return json.loads(build_manifest(JOB, _docs(), chunks, prices=PRICES, **kwargs))  # type: ignore[arg-type]
 
 
 def test_job_is_described_by_id_and_hash_with_its_name_as_metadata() -> None:
@@ -77,28 +89,41 @@ def test_usage_and_cost() -> None:
     assert shares == pytest.approx([2.25 * 2 / 10, 2.25 * 8 / 10])
 
 
-def test_sync_jobs_pay_list_price() -> None:
+def test_each_chunk_pays_the_price_of_the_mode_it_was_sent_with() -> None:
     usage = Usage(input_tokens=2_000, output_tokens=500, cache_read_tokens=10_000, cache_creation_tokens=1000)
-    assert estimate_cost_usd(usage, batch=False) == pytest.approx(
-        (2_000 * 3 + 500 * 15 + 10_000 * 0.3 + 1_000 * 3.75) / 1e6
-    )
-    assert estimate_cost_usd(usage, batch=True, prices=TokenPrices(batch_discount=1.0)) == estimate_cost_usd(
-        usage, batch=False
-    )
+    listed = (2_000 * 3 + 500 * 15 + 10_000 * 0.3 + 1_000 * 3.75) / 1e6
+    assert _manifest([_chunk(0, usage, "sync")])["estimated_cost_usd"] == pytest.approx(listed)
+    mixed = _manifest([_chunk(0, usage, "sync"), _chunk(1, usage, "batch")])
+    assert mixed["estimated_cost_usd"] == pytest.approx(listed * 1.5)
+    assert mixed["usage_by_mode"]["sync"]["input_tokens"] == 2_000
 
 
 def test_usage_of_many_chunks_adds_up() -> None:
-    total = total_usage([Usage(1, 2, 3, 4), Usage(10, 20, 30, 40)])
-    assert total == Usage(11, 22, 33, 44)
-    assert json.loads(build_manifest(JOB, [], [Usage(1, 2, 3, 4), Usage(10, 20, 30, 40)]))["usage"][
-        "output_tokens"
-    ] == 22
+    manifest = _manifest([_chunk(0, Usage(1, 2, 3, 4)), _chunk(1, Usage(10, 20, 30, 40))])
+    assert manifest["usage"] == {
+        "input_tokens": 11, "output_tokens": 22, "cache_read_tokens": 33, "cache_creation_tokens": 44,
+    }
+
+
+def test_who_answered_is_told_and_emulated_answers_are_marked() -> None:
+    chunks = [
+        _chunk(0, Usage(10, 2), emulated=True),
+        _chunk(1, Usage(), None, reused_from="job_3_batch_1"),
+        _chunk(2, Usage(10, 2)),
+    ]
+    manifest = _manifest(chunks)
+    assert manifest["answered_by"] == {"claude": 1, "emulator": 1, "reused": 1}
+    assert manifest["emulated"] is True
+    assert _manifest()["emulated"] is False
 
 
 def test_bytes_are_stable_and_keys_sorted() -> None:
-    usage = Usage(10, 20)
-    first = build_manifest(JOB, _docs(), usage, model="m", prompt_version="v1")
-    assert build_manifest(JOB, list(reversed(_docs())), usage, model="m", prompt_version="v1") == first
+    chunks = [_chunk(0, Usage(10, 20))]
+    first = build_manifest(JOB, _docs(), chunks, prices=PRICES, model="m", prompt_version="v1")
+    again = build_manifest(
+        JOB, list(reversed(_docs())), chunks, prices=PRICES, model="m", prompt_version="v1"
+    )
+    assert again == first
     text = first.decode("utf-8")
     assert "Счёт" in text  # UTF-8, not escapes
     parsed = json.loads(text)
@@ -107,5 +132,5 @@ def test_bytes_are_stable_and_keys_sorted() -> None:
 
 
 def test_no_documents_is_a_valid_manifest() -> None:
-    manifest = json.loads(build_manifest(JOB, [], Usage()))
+    manifest = json.loads(build_manifest(JOB, [], [], prices=PRICES))
     assert manifest["documents"] == [] and manifest["groups"] == [] and manifest["estimated_cost_usd"] == 0

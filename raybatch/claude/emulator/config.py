@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from raybatch.claude.emulator.tokens import IMAGE_TOKEN_CAP
 from raybatch.errors import ConfigError
 
 Responder = Callable[[Mapping[str, Any]], str]
@@ -115,7 +116,7 @@ class EmulatorConfig:
     max_batch_requests: int = 100_000
     max_batch_bytes: int = 256 * MB
     max_message_bytes: int = 32 * MB
-    image_token_cap: int = 1600  # an image counts width*height/750 tokens, at most this
+    image_token_cap: int = IMAGE_TOKEN_CAP  # an image counts width*height/750 tokens, at most this
     keep_images: bool = False  # False: image data is dropped once counted, to keep batches small
     require_version: bool = True  # answer 400 without an anthropic-version header, as the API
     public_url: str | None = None  # base of results_url; default: the Host the client used

@@ -17,6 +17,7 @@ from typing import Any
 from PIL import Image, UnidentifiedImageError
 
 _HEADER_BYTES = 64 * 1024  # enough of an encoded image to find its size
+IMAGE_TOKEN_CAP = 1600  # what an image drawn at a 1568 px long edge costs, about
 
 
 def estimate_input_tokens(params: Mapping[str, Any], image_cap: int) -> int:
