@@ -12,7 +12,7 @@ from ray.util.state import list_actors, list_tasks
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-TASK_NAMES = re.compile(r"load job_\d+|prepare job_\d+ chunk_\d+")
+TASK_NAMES = re.compile(r"register .+|load job_\d+|prepare job_\d+ chunk_\d+")
 ACTOR_NAMES = re.compile(r"BatchCoordinator-[0-9a-f]{8}|ResultWriter-\d+-[0-9a-f]{8}")
 CHUNK_PAGES = 8
 
