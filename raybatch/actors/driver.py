@@ -361,7 +361,10 @@ class Driver:
             # Restarted in place by Ray between two calls, it lost every offer without an error (or
             # it answered them all since this driver last looked: offering again is harmless).
             log.info("the coordinator holds none of this driver's offers; offering them again")
-            self._reoffer_all()
+            try:
+                self._reoffer_all()
+            except RayActorError as exc:  # it died since the snapshot (e.g. its owner let it go)
+                self._reconnect(exc)
 
     def _holding(self) -> bool:
         """Whether the coordinator should hold an offer of this driver (prepared, not yet submitted;

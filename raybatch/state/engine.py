@@ -7,6 +7,8 @@ transactions use a plain ``BEGIN``, which never blocks writers under WAL.
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -55,7 +57,7 @@ def _tune_sqlite(engine: Engine, busy_seconds: float) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {int(busy_seconds * 1000)}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _enter_wal(cursor, busy_seconds)
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
@@ -64,6 +66,19 @@ def _tune_sqlite(engine: Engine, busy_seconds: float) -> None:
     def _on_begin(conn: Connection) -> None:
         read_only = conn.get_execution_options().get(READ_ONLY, False)
         conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+
+def _enter_wal(cursor: Any, busy_seconds: float) -> None:
+    """Switch to WAL; SQLite answers "locked" at once (no busy wait) while another process does it."""
+    deadline = time.monotonic() + busy_seconds
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _describe(url: URL, exc: sa_exc.SQLAlchemyError) -> str:

@@ -160,3 +160,28 @@ def test_offers_lost_by_a_coordinator_restarted_in_place_are_made_again(state: S
     assert coordinator.restarted
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
     assert coordinator.offered.count(jobs[0]) >= 2  # offered, lost, offered again
+
+
+class DiesAfterLosingOffers(RestartsInPlace):
+    """Its snapshot says it holds nothing, and then its process is gone: the offers made again fail."""
+
+    handle: StandInCoordinator
+
+    def snapshot(self) -> Any:
+        taken = super().snapshot()
+        self.handle.dead = self.handle.dead or self.restarted
+        return taken
+
+
+def test_a_coordinator_that_dies_while_offers_are_made_again_is_fetched_again(state: SqlStateStore) -> None:
+    jobs = [pending_job(state, n) for n in range(2)]
+    first = DiesAfterLosingOffers(state, answer=False)
+    first.handle = StandInCoordinator(first)
+    live = CoordinatorState(state)
+    handles = iter([first.handle, StandInCoordinator(live)])
+    parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: next(handles))
+    ended = Driver(state, jobs, parts, sleep=Pauses([])).run()
+
+    assert first.restarted
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
+    assert jobs[0] in live.offered
