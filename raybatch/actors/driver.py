@@ -243,9 +243,9 @@ class Driver:
         ids = [j for j in self._sweep[self._cursor : self._cursor + SWEEP_SIZE] if not self._holds(j)]
         self._cursor += SWEEP_SIZE
         if ids:
-            for job in self._state.get_jobs(ids):
-                if job.status is not self._seen[job.id]:
-                    self._see(job.id, job.status)
+            for job_id, status in self._state.job_statuses(ids).items():
+                if status is not self._seen[job_id]:
+                    self._see(job_id, status)
 
     def _holds(self, job_id: int) -> bool:
         """A job this driver is preparing or writing: it learns that job's changes first-hand."""

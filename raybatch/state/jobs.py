@@ -203,6 +203,15 @@ class JobQueries(SqlBase):
                 found.extend(job_record(row) for row in rows)
         return sorted(found, key=lambda job: job.id)
 
+    def job_statuses(self, job_ids: Iterable[int]) -> dict[int, JobStatus]:
+        """The status of each of these jobs that exists (one light query per slice of ids)."""
+        statuses: dict[int, JobStatus] = {}
+        with self._read() as conn:
+            for group in in_groups(sorted(set(job_ids))):
+                query = sa.select(jobs.c.id, jobs.c.status).where(jobs.c.id.in_(group))
+                statuses.update((job_id, JobStatus(status)) for job_id, status in conn.execute(query))
+        return statuses
+
     def list_jobs(
         self, statuses: Iterable[JobStatus] | None = None, *, limit: int | None = None, after_id: int = 0
     ) -> list[JobRecord]:

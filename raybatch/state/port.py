@@ -113,6 +113,10 @@ class StateStore(Protocol):
         """The jobs with these ids that exist, in id order."""
         ...
 
+    def job_statuses(self, job_ids: Iterable[int]) -> dict[int, JobStatus]:
+        """The status of each of these jobs that exists (one light query per slice of ids)."""
+        ...
+
     def list_jobs(
         self, statuses: Iterable[JobStatus] | None = None, *, limit: int | None = None, after_id: int = 0
     ) -> list[JobRecord]:

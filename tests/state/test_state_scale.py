@@ -108,6 +108,8 @@ def test_claims_and_reads_take_70000_ids(store: SqlStateStore) -> None:
     assert totals.by_status[PENDING] == 69_997 and totals.by_status[PREPARING] == 3
     assert totals.pages == 140_000 and totals.batch_mode == 70_000 and totals.documents == 0
     assert store.count_jobs(ids)[PENDING] == 69_997
+    statuses = store.job_statuses([*ids, 10**9])  # an id that does not exist is left out
+    assert len(statuses) == 70_000 and statuses[ids[0]] is PREPARING and statuses[ids[-1]] is PENDING
 
 
 def test_windows_and_aggregates(store: SqlStateStore, clock: FakeClock) -> None:
