@@ -19,7 +19,7 @@ from ray.exceptions import RayError, RayTaskError
 from raybatch.actors.prepare import ChunkSummary
 from raybatch.errors import RaybatchError, TransientError, error_class
 from raybatch.metrics import Metrics
-from raybatch.models import ChunkStatus, JobRecord, JobStatus, Lease
+from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease
 from raybatch.reuse import outstanding
 from raybatch.state.port import StateStore
 from raybatch.steps.chunk import ChunkPlan
@@ -212,10 +212,13 @@ class PrepareScheduler:
 
     # --- collecting -----------------------------------------------------------------------
     def _collect(self) -> list[ReadyJob]:
+        """The chunks prepared since the last look, saved with the jobs they complete in one
+        transaction (not one per chunk and one per job)."""
         if not self._in_flight:
             return []
         done, _ = self._wait(list(self._in_flight), num_returns=len(self._in_flight), timeout=0)
-        ready: list[ReadyJob] = []
+        chunks: list[ChunkRecord] = []
+        complete: list[int] = []
         for ref in done:
             job_id, n, payload = self._in_flight.pop(ref)
             if job_id not in self._jobs:
@@ -225,16 +228,16 @@ class PrepareScheduler:
             except RayError as exc:
                 self._fail(job_id, exc)
                 continue
-            ready.extend(self._chunk_done(job_id, n, summary, payload, ref))
-        return ready
+            chunks.append(summary.record)
+            if self._chunk_done(job_id, n, summary, payload, ref):
+                complete.append(job_id)
+        return self._record(chunks, complete)
 
-    def _chunk_done(
-        self, job_id: int, n: int, summary: ChunkSummary, payload: Any, ref: Any = None
-    ) -> list[ReadyJob]:
+    def _chunk_done(self, job_id: int, n: int, summary: ChunkSummary, payload: Any, ref: Any) -> bool:
+        """Count one prepared chunk in; True when it was its job's last."""
         prep = self._jobs[job_id]
         for read in summary.ocr_reads:  # the tasks hold no database access: their OCR is cached here
             self._state.put_page_text(prep.job.sha256, read.engine, read.text)
-        self._state.save_chunks(job_id, [summary.record])
         prep.payloads[n] = payload
         prep.request_bytes += summary.record.request_bytes
         prep.waiting.discard(n)
@@ -244,19 +247,27 @@ class PrepareScheduler:
         self.pages_from_store += pages if ref in self._from_store else 0
         self._from_store.discard(ref)
         self._metrics.pages_prepared(pages, summary.ocr_pages)
-        if prep.waiting:
-            return []
-        ready = self._finish(job_id)
-        return [ready] if ready else []
+        return not prep.waiting
 
     def _finish(self, job_id: int) -> ReadyJob | None:
-        prep = self._jobs.pop(job_id)
+        ready = self._record([], [job_id])
+        return ready[0] if ready else None
+
+    def _record(self, chunks: Sequence[ChunkRecord], complete: Sequence[int]) -> list[ReadyJob]:
+        """Save ``chunks`` and move the ``complete`` jobs to prepared; those still held are ready."""
+        preps = [self._jobs.pop(job_id) for job_id in complete]
         try:
-            self._state.finish_claim(prep.lease, JobStatus.PREPARED, attempts=0)
+            held = {lease.job_id for lease in self._state.record_prepared(chunks, [p.lease for p in preps])}
+            why = "its lease is gone"
         except RaybatchError as exc:
-            log.warning("job %d: could not record it prepared (%s)", job_id, exc)
-            return None
-        return ReadyJob(job_id, prep.job.mode, dict(prep.payloads), prep.request_bytes)
+            held, why = set(), str(exc)
+        ready = []
+        for prep in preps:
+            if prep.job.id not in held:
+                log.warning("job %d: could not record it prepared (%s)", prep.job.id, why)
+                continue
+            ready.append(ReadyJob(prep.job.id, prep.job.mode, dict(prep.payloads), prep.request_bytes))
+        return ready
 
     def _fail(self, job_id: int, exc: BaseException) -> None:
         """A chunk that cannot be prepared fails its job with the reason; other jobs go on."""

@@ -13,8 +13,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection
 
 from raybatch.errors import ConfigError
+from raybatch.models import Lease
 from raybatch.state.engine import READ_ONLY, create_state_engine, database_errors, safe_url
 from raybatch.state.migrate import current_revision, upgrade_to_head
+from raybatch.state.schema import jobs
 
 Clock = Callable[[], datetime]
 
@@ -103,6 +105,19 @@ class SqlBase:
         if self._dialect == "postgresql":
             return postgresql.insert(table)
         return sqlite.insert(table)
+
+
+RELEASED_LEASE = {"lease_owner": None, "lease_expires_at": None}  # the job columns a release clears
+
+
+def held_by(lease: Lease) -> sa.ColumnElement[bool]:
+    """The jobs row ``lease`` still holds (same owner and token, not released)."""
+    return sa.and_(
+        jobs.c.id == lease.job_id,
+        jobs.c.lease_token == lease.token,
+        jobs.c.lease_owner == lease.worker_id,
+        jobs.c.lease_expires_at.is_not(None),
+    )
 
 
 def clip(message: str) -> str:

@@ -7,10 +7,20 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from raybatch.cost import add_usage
-from raybatch.models import SYNC_BATCH_ID, BatchStatus, ChunkRecord, ChunkStatus, ResultType, Usage
-from raybatch.state.base import SqlBase, clip, in_groups
+from raybatch.models import (
+    SYNC_BATCH_ID,
+    BatchStatus,
+    ChunkRecord,
+    ChunkStatus,
+    JobStatus,
+    Lease,
+    ResultType,
+    Usage,
+)
+from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by, in_groups
 from raybatch.state.port import RequestTotals
 from raybatch.state.rows import CHUNK_COLUMNS, chunk_record, chunk_values
 from raybatch.state.schema import batches as batch_rows
@@ -73,8 +83,27 @@ class ChunkQueries(SqlBase):
         """
         if any(record.job_id != job_id for record in chunks):
             raise ValueError(f"chunks of another job given to save_chunks({job_id})")
-        if not chunks:
-            return
+        if chunks:
+            with self._write() as conn:
+                self._upsert_chunks(conn, chunks)
+
+    def record_prepared(self, chunks: Sequence[ChunkRecord], finished: Sequence[Lease]) -> list[Lease]:
+        """In one transaction: save prepared chunks (as ``save_chunks`` does, of any jobs) and move
+        the jobs of ``finished`` to prepared, releasing their leases. The leases that still held."""
+        if not chunks and not finished:
+            return []
+        held: list[Lease] = []
+        with self._write() as conn:
+            if chunks:
+                self._upsert_chunks(conn, chunks)
+            done: dict[str, Any] = {**RELEASED_LEASE, "status": JobStatus.PREPARED.value, "attempts": 0}
+            done["updated_at"] = self._now()
+            for lease in finished:
+                if conn.execute(sa.update(job_rows).where(held_by(lease)).values(done)).rowcount == 1:
+                    held.append(lease)
+        return held
+
+    def _upsert_chunks(self, conn: Connection, chunks: Sequence[ChunkRecord]) -> None:
         insert = self._insert(chunk_rows)
         kept = sa.and_(
             chunk_rows.c.status == ChunkStatus.SUCCEEDED.value,
@@ -85,13 +114,12 @@ class ChunkQueries(SqlBase):
         upsert = insert.on_conflict_do_update(
             index_elements=["job_id", "n"], set_=replaced, where=sa.and_(~kept, ~in_flight)
         )
-        with self._write() as conn:
-            now = self._now()
-            rows = [
-                {**chunk_values(r), "job_id": job_id, "n": r.n, "created_at": now, "updated_at": now}
-                for r in chunks
-            ]
-            conn.execute(upsert, rows)
+        now = self._now()
+        rows = [
+            {**chunk_values(r), "job_id": r.job_id, "n": r.n, "created_at": now, "updated_at": now}
+            for r in chunks
+        ]
+        conn.execute(upsert, rows)
 
     def get_chunks(self, job_id: int) -> list[ChunkRecord]:
         """A job's chunks in order of n."""

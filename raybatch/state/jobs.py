@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 
 from raybatch.errors import LeaseLost, retried_on_rerun
 from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, SourceKind
-from raybatch.state.base import SqlBase, clip, in_groups
+from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by, in_groups
 from raybatch.state.port import JobTotals
 from raybatch.state.rows import job_record
 from raybatch.state.schema import documents as document_rows
@@ -28,7 +28,7 @@ from raybatch.state.schema import errors, jobs
 JOB_FIELDS = frozenset({"pages", "progress", "mode", "attempts", "error_class", "error_message"})
 _CLAIM_ROUNDS = 3  # re-select after losing races, so a claimer still fills its limit
 _LEASES_PER_STATEMENT = 10_000  # 30,000 parameters a statement, within every backend's limit
-_RELEASED = {"lease_owner": None, "lease_expires_at": None}
+_RELEASED = RELEASED_LEASE
 
 
 def _fields(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -45,13 +45,7 @@ def _statuses(statuses: Iterable[JobStatus]) -> list[str]:
     return [JobStatus(s).value for s in statuses]
 
 
-def _held_by(lease: Lease) -> sa.ColumnElement[bool]:
-    return sa.and_(
-        jobs.c.id == lease.job_id,
-        jobs.c.lease_token == lease.token,
-        jobs.c.lease_owner == lease.worker_id,
-        jobs.c.lease_expires_at.is_not(None),
-    )
+_held_by = held_by
 
 
 def _claimable(from_statuses: list[str], to_status: JobStatus, now: datetime) -> sa.ColumnElement[bool]:

@@ -195,6 +195,11 @@ class StateStore(Protocol):
         processing key keeps its answer and usage."""
         ...
 
+    def record_prepared(self, chunks: Sequence[ChunkRecord], finished: Sequence[Lease]) -> list[Lease]:
+        """Save prepared chunks (of any jobs) and move the jobs of ``finished`` to prepared, in one
+        transaction; the leases that still held (the others' jobs are left as they are)."""
+        ...
+
     def get_chunks(self, job_id: int) -> list[ChunkRecord]:
         """A job's chunks in order of n."""
         ...

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 from state_helpers import chunk, register
 
-from raybatch.models import ChunkStatus, ResultType, Usage
+from raybatch.models import ChunkStatus, JobStatus, ResultType, Usage
 from raybatch.state import SqlStateStore
 
 USAGE = Usage(input_tokens=1000, output_tokens=200, cache_read_tokens=30, cache_creation_tokens=4)
@@ -191,3 +191,18 @@ def test_request_totals_keep_the_mode_each_request_was_sent_with(store: SqlState
     assert [c.sent_mode for c in store.get_chunks(job_id)] == ["batch", "sync"]
     mine = store.request_totals([job_id])
     assert mine.usage_by_mode == {"batch": USAGE, "sync": USAGE} and mine.emulated == 0
+
+
+def test_prepared_chunks_of_several_jobs_and_their_jobs_are_recorded_together(store: SqlStateStore) -> None:
+    (a, _), (b, _), (c, _) = (register(store, n) for n in (1, 2, 3))
+    claim = {"from_statuses": [JobStatus.PENDING], "to_status": JobStatus.PREPARING, "lease_seconds": 60}
+    leases = store.claim_jobs(worker_id="w", limit=3, **claim)  # type: ignore[arg-type]
+    store.transition(c.id, [JobStatus.PREPARING], JobStatus.CANCELED)  # its lease is gone
+
+    held = store.record_prepared([chunk(a.id, 0), chunk(b.id, 0), chunk(b.id, 1)], leases[:1] + leases[2:])
+
+    assert [lease.job_id for lease in held] == [a.id]
+    assert [x.n for x in store.get_chunks(a.id)] == [0] and [x.n for x in store.get_chunks(b.id)] == [0, 1]
+    statuses = store.job_statuses([a.id, b.id, c.id])
+    assert statuses == {a.id: JobStatus.PREPARED, b.id: JobStatus.PREPARING, c.id: JobStatus.CANCELED}
+    assert store.get_job(a.id).attempts == 0
