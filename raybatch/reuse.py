@@ -44,15 +44,24 @@ def outstanding(
     """The chunks of ``job`` that must be prepared and sent; answers already held (by this job or
     another under the same key) are filed as reused. ``any_answered=False``: the caller knows no
     chunk of this job succeeded, so its chunks are not read."""
-    held = {c.n: c for c in state.get_chunks(job.id)} if any_answered else {}
-    plans = plan_chunks(job.pages or 0)
-    keys = {plan.n: key_of(job, plan.n) for plan in plans}
-    todo = [plan for plan in plans if not _done(held.get(plan.n), keys[plan.n])]
-    answers = state.answers_for([keys[plan.n] for plan in todo])
-    reused = [_reused(job, p, keys[p.n], answers[keys[p.n]]) for p in todo if keys[p.n] in answers]
-    if reused:
-        state.save_chunks(job.id, reused)
-    return [plan for plan in todo if keys[plan.n] not in answers]
+    return outstanding_of(state, [(job, any_answered)], key_of)[job.id]
+
+
+def outstanding_of(
+    state: StateStore, jobs: Sequence[tuple[JobRecord, bool]], key_of: KeyOf
+) -> dict[int, list[ChunkPlan]]:
+    """``outstanding`` of several jobs (each with its ``any_answered``), answers looked up at once."""
+    todo: dict[int, list[tuple[ChunkPlan, str]]] = {}
+    for job, any_answered in jobs:
+        held = {c.n: c for c in state.get_chunks(job.id)} if any_answered else {}
+        keyed = [(plan, key_of(job, plan.n)) for plan in plan_chunks(job.pages or 0)]
+        todo[job.id] = [(plan, key) for plan, key in keyed if not _done(held.get(plan.n), key)]
+    answers = state.answers_for([key for keyed in todo.values() for _, key in keyed])
+    for job, _ in jobs:
+        reused = [_reused(job, plan, key, answers[key]) for plan, key in todo[job.id] if key in answers]
+        if reused:
+            state.save_chunks(job.id, reused)
+    return {job_id: [plan for plan, key in keyed if key not in answers] for job_id, keyed in todo.items()}
 
 
 def reopen_changed(state: StateStore, jobs: Sequence[JobRecord], key_of: KeyOf) -> list[int]:

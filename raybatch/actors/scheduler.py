@@ -20,7 +20,7 @@ from raybatch.actors.prepare import ChunkSummary
 from raybatch.errors import RaybatchError, TransientError, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease
-from raybatch.reuse import outstanding
+from raybatch.reuse import outstanding_of
 from raybatch.state.port import StateStore
 from raybatch.steps.chunk import ChunkPlan
 
@@ -148,9 +148,14 @@ class PrepareScheduler:
         )
         jobs = {job.id: job for job in self._state.get_jobs(lease.job_id for lease in leases)}
         answered = self._state.chunk_counts(list(jobs)) if leases else {}
-        for lease in leases:
-            succeeded = answered.get(lease.job_id, {}).get(ChunkStatus.SUCCEEDED, 0)
-            self._start(jobs[lease.job_id], lease, has_answers=succeeded > 0)
+        startable = [lease for lease in leases if self._within_attempts(jobs[lease.job_id], lease)]
+        has_answers = [
+            (jobs[lease.job_id], answered.get(lease.job_id, {}).get(ChunkStatus.SUCCEEDED, 0) > 0)
+            for lease in startable
+        ]
+        plans = outstanding_of(self._state, has_answers, self._tasks.processing_key)
+        for lease in startable:
+            self._start(jobs[lease.job_id], lease, plans[lease.job_id])
         return len(leases)
 
     def renewed(self, leases: Mapping[int, Lease]) -> None:
@@ -171,12 +176,14 @@ class PrepareScheduler:
         return ready
 
     # --- launching ------------------------------------------------------------------------
-    def _start(self, job: JobRecord, lease: Lease, *, has_answers: bool) -> None:
-        if lease.attempt > self._max_attempts:
-            reason = f"prepare tried {lease.attempt - 1} times (workers killed or lost, e.g. out of memory)"
-            self._state.fail_job(job.id, "prepare", "AttemptsExhausted", reason, lease=lease)
-            return
-        plans = outstanding(self._state, job, self._tasks.processing_key, any_answered=has_answers)
+    def _within_attempts(self, job: JobRecord, lease: Lease) -> bool:
+        if lease.attempt <= self._max_attempts:
+            return True
+        reason = f"prepare tried {lease.attempt - 1} times (workers killed or lost, e.g. out of memory)"
+        self._state.fail_job(job.id, "prepare", "AttemptsExhausted", reason, lease=lease)
+        return False
+
+    def _start(self, job: JobRecord, lease: Lease, plans: list[ChunkPlan]) -> None:
         self._jobs[job.id] = JobInPrep(job, lease, {p.n for p in plans})
         self._queue.extend((job.id, plan) for plan in plans)
         if not plans:  # every answer is already held: nothing to prepare, ready at the next tick
