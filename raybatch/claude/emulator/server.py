@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -206,10 +207,10 @@ class EmulatorServer:
         if thread is not None:
             thread.join()
 
-    def wait(self) -> None:
-        """Block while the server runs (Ctrl-C raises KeyboardInterrupt here)."""
-        while self._thread is not None and self._thread.is_alive():
-            self._thread.join(0.5)
+    @property
+    def running(self) -> bool:
+        """True while the server thread serves."""
+        return self._thread is not None and self._thread.is_alive()
 
     def __enter__(self) -> EmulatorServer:
         return self.start()
@@ -226,13 +227,16 @@ def _host_port(http: _HttpServer) -> str:
 
 
 def serve(host: str, port: int, config: EmulatorConfig) -> None:
-    """Run the emulator until interrupted."""
+    """Run the emulator until interrupted (SIGINT or SIGTERM, handled from before it says where
+    it listens, so a signal sent as soon as it has said so always stops it cleanly)."""
+    stopping = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopping.set())
     server = EmulatorServer(config, host=host, port=port).start()
-    log.info("Anthropic API emulator listening on %s", server.base_url)
-    print(f"Anthropic API emulator listening on {server.base_url}", flush=True)
     try:
-        server.wait()
-    except KeyboardInterrupt:
-        pass
+        log.info("Anthropic API emulator listening on %s", server.base_url)
+        print(f"Anthropic API emulator listening on {server.base_url}", flush=True)
+        while not stopping.wait(0.5) and server.running:
+            pass
     finally:
         server.stop()
