@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pymupdf
 
-from raybatch.claude.rules import Footer, read_page
+from raybatch.claude.emulator.rules import Footer, read_page
 from raybatch.models import PageText
 from raybatch.ocr.port import OcrEngine, PageImage
 from raybatch.samples import plan_corpus, write_samples

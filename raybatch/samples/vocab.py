@@ -1,6 +1,6 @@
 """Words the sample documents are written with: parties, titles, labels and body phrases, per language.
 
-The printed conventions (what ``raybatch.claude.rules`` reads back) are fixed here:
+The printed conventions (what ``raybatch.claude.emulator.rules`` reads back) are fixed here:
 
 - first page: a letterhead line, the title line ``<TITLE> No. <number>`` / ``<ЗАГОЛОВОК> № <number>``,
   then one ``Label: value`` line per field (date, counterparty, reference, amount);

@@ -204,7 +204,7 @@ def test_token_estimates_follow_the_documented_image_rule():
 
 
 def test_default_responder_answers_from_the_rules():
-    rules = pytest.importorskip("raybatch.claude.rules")
+    rules = pytest.importorskip("raybatch.claude.emulator.rules")
     params = params_for([(1, "INVOICE No. 12\nfrom ACME"), (2, "total 10.00")])
     with running(responder=None) as (server, _), sdk(server) as client:
         message = client.messages.create(**params)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from raybatch.claude.rules import answer_from_truth
+from raybatch.claude.emulator.rules import answer_from_truth
 from raybatch.samples import Truth, TruthBundle, write_samples
 from raybatch.steps.chunk import plan_chunks
 from raybatch.steps.parse import read_answer

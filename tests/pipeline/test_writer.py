@@ -11,7 +11,7 @@ import pytest
 
 from raybatch.actors.writer import ResultWriter, WriteReport, documents_at_once, page_rotations
 from raybatch.claude.answer import ChunkAnswer
-from raybatch.claude.rules import answer_from_truth
+from raybatch.claude.emulator.rules import answer_from_truth
 from raybatch.ids import OutputKeys, custom_id, sha256_file
 from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, SourceKind
 from raybatch.objects import MemoryObjectStore

@@ -1,7 +1,7 @@
 
 
 def test_a_reference_whose_d_was_read_as_zero_is_still_found() -> None:
-    from raybatch.claude.rules import answer_chunk
+    from raybatch.claude.emulator.rules import answer_chunk
 
     text = (
         "АКТ СДАЧИ-ПРИЁМКИ № АСТ-24-0140\nДата: 17.10.2024\nКонтрагент: ООО «Лесная Поляна»\n"

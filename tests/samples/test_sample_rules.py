@@ -10,7 +10,14 @@ import pymupdf
 import pytest
 
 from raybatch.claude.answer import ChunkAnswer, DocType
-from raybatch.claude.rules import answer_chunk, answer_from_truth, fold, near, parse_amount, parse_date
+from raybatch.claude.emulator.rules import (
+    answer_chunk,
+    answer_from_truth,
+    fold,
+    near,
+    parse_amount,
+    parse_date,
+)
 from raybatch.samples import CorpusPlan, Truth, TruthBundle, add_ocr_noise
 from raybatch.samples.plan import PlannedBundle
 

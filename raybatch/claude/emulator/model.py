@@ -14,7 +14,7 @@ _SPOILERS = [kind for kind in MalformedKind if kind is not MalformedKind.MIXED]
 
 def rules_responder(params: Mapping[str, Any]) -> str:
     """The default model: reads each page's text from the request and answers by simple rules."""
-    from raybatch.claude.rules import answer_chunk  # imported late: the rules may be swapped in tests
+    from raybatch.claude.emulator.rules import answer_chunk  # late: tests may swap the rules
 
     return answer_chunk(pages_from_params(params)).model_dump_json()
 
