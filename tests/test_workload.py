@@ -8,12 +8,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from waiting import wait_for
 
 from raybatch import workload
 from raybatch.cli import main
@@ -296,11 +296,7 @@ def test_a_holder_killed_with_sigkill_frees_its_units_after_its_ttl(
 
 
 def wait_until(condition: Callable[[], bool], failure: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(failure)
-        time.sleep(0.2)
+    wait_for(condition, timeout, failure)
 
 
 def test_a_cli_hold_stopped_with_sigterm_ends_its_command_and_gives_back_at_once(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 from cluster_support import JOB_ENV, Corpus, job_args
 from headnode import REPO, VENV_BIN, RayHead, ray_env
 from ray.util.state import list_actors, list_nodes
+from waiting import wait_for
 
 from raybatch.report import evaluate_run
 from raybatch.settings import StateSettings
@@ -105,10 +105,7 @@ def test_writer_demand_adds_a_writer_node_that_goes_away_when_idle(
 
 
 def _wait_until_dead(url: str, node_id: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        states = {n.node_id: n.state for n in list_nodes(address=url, detail=True)}
-        if states.get(node_id) == "DEAD":
-            return
-        time.sleep(1)
-    pytest.fail(f"the idle writer node was not removed within {timeout:.0f} s")
+    def dead() -> bool:
+        return {n.node_id: n.state for n in list_nodes(address=url, detail=True)}.get(node_id) == "DEAD"
+
+    wait_for(dead, timeout, "the idle writer node to be removed", 1.0)

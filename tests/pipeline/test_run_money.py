@@ -11,6 +11,7 @@ from pathlib import Path
 import anthropic
 import pytest
 from pipeline_support import CorpusRun, corpus_subset, warm_settings
+from waiting import wait_for
 
 from raybatch.actors.driver import Progress
 from raybatch.claude.emulator import EmulatorServer
@@ -146,10 +147,7 @@ def test_a_run_over_its_cap_parks_then_completes_after_resume_with_a_higher_cap(
         target=lambda: done.append(run(settings, source, on_progress=progress.append).ok)
     )
     thread.start()
-    deadline = time.monotonic() + 300
-    while parked_reason(state) is None and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert parked_reason(state) is not None, "the run never parked"
+    wait_for(lambda: parked_reason(state) is not None, 300, "the run to park", 0.5)
     time.sleep(2.0)  # several coordinator passes: nothing goes while parked
     assert requests_sent(emulator) == 0
     assert _summary(settings)["spend"]["parked"]

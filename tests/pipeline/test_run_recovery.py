@@ -8,7 +8,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import anthropic
@@ -16,6 +15,7 @@ import pymupdf
 import pytest
 import ray
 from pipeline_support import CorpusRun, corpus_subset, warm_settings
+from waiting import wait_for
 
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.ids import OutputKeys
@@ -30,14 +30,6 @@ from raybatch.state import SqlStateStore, open_state
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 FILES = ["bundle_000.pdf", "bundle_002.pdf"]
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 120.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 class Background:

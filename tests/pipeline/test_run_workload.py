@@ -4,12 +4,12 @@ itself to its share while the first runs, and both complete."""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pymupdf
 import pytest
 from pipeline_support import run_settings
+from waiting import wait_for
 
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.models import JobStatus
@@ -76,11 +76,7 @@ def test_a_second_run_takes_its_share_beside_the_first_and_both_complete(
 
 def wait_for_holders(settings: Settings, count: int, timeout: float = 120) -> None:
     store = open_workload(settings.section(StateSettings))
-    deadline = time.monotonic() + timeout
     try:
-        while len(store.live_leases()) < count:
-            if time.monotonic() > deadline:
-                pytest.fail("the first run never took its workload units")
-            time.sleep(0.05)
+        wait_for(lambda: len(store.live_leases()) >= count, timeout, "the first run's workload units", 0.05)
     finally:
         store.close()
