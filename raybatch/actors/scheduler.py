@@ -113,6 +113,11 @@ class PrepareScheduler:
         return not self._queue and not self._in_flight and not self._answered_already
 
     @property
+    def worker_id(self) -> str:
+        """Who claims: the jobs this scheduler prepared are held under this name."""
+        return self._worker_id
+
+    @property
     def leases(self) -> list[Lease]:
         return [prep.lease for prep in self._jobs.values()]
 
