@@ -356,6 +356,11 @@ class JobQueries(SqlBase):
             values = {**_RELEASED, "status": JobStatus.PENDING.value, "updated_at": now}
             return conn.execute(sa.update(jobs).where(*where).values(values)).rowcount == 1
 
+    def holds(self, lease: Lease) -> bool:
+        """Whether ``lease`` still holds its job (not taken over, released or canceled)."""
+        with self._read() as conn:
+            return conn.execute(sa.select(jobs.c.id).where(_held_by(lease))).first() is not None
+
     def renew_lease(self, lease: Lease, lease_seconds: float) -> Lease:
         """Extend a lease still held; raises LeaseLost when it was taken over or released."""
         with self._write() as conn:

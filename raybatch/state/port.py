@@ -318,7 +318,16 @@ class StateStore(Protocol):
 
     # --- documents and groups -------------------------------------------------------------
     def upsert_documents(self, job_id: int, documents: Sequence[DocumentRecord]) -> None:
-        """Make the job's documents exactly these (by index): reruns never duplicate."""
+        """Make the job's documents exactly these (by index): reruns never duplicate. Refused
+        (LeaseLost) once the job is canceled."""
+        ...
+
+    def delete_documents(self, job_id: int) -> int:
+        """Remove a job's document rows (a canceled job's outputs); how many went."""
+        ...
+
+    def holds(self, lease: Lease) -> bool:
+        """Whether ``lease`` still holds its job (not taken over, released or canceled)."""
         ...
 
     def list_documents(self, job_id: int | None = None) -> list[DocumentRecord]:
