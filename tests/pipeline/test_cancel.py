@@ -1,0 +1,95 @@
+"""Cancel means stop, without Ray: a writer fenced mid-write leaves nothing, the database refuses a
+canceled job's rows, and the command cancels by id, by source or all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_writer import answered_job, corpus, write_once  # noqa: F401 (corpus: a fixture)
+
+from raybatch.cancel import cancel_jobs
+from raybatch.commands import cancel_jobs as cancel_command
+from raybatch.errors import LeaseLost
+from raybatch.ids import OutputKeys
+from raybatch.models import JobStatus
+from raybatch.objects import LocalObjectStore, MemoryObjectStore
+from raybatch.settings import StateSettings, load_settings
+from raybatch.state import SqlStateStore, open_state
+
+
+class CancelingStore(MemoryObjectStore):
+    """A store in which the job is canceled (as by another process) once a chosen key is put."""
+
+    def __init__(self, state: SqlStateStore, job_id: int, trigger: str) -> None:
+        super().__init__()
+        self._state, self._job_id, self._trigger = state, job_id, trigger
+        self.canceled = False
+        self.late: list[str] = []  # objects put after the cancel
+
+    def put(self, key: str, data: Any, **kwargs: Any) -> Any:
+        if self.canceled:
+            self.late.append(key)
+        result = super().put(key, data, **kwargs)
+        if key.endswith(self._trigger) and not self.canceled:
+            self.canceled = True
+            assert cancel_jobs(self._state, self, [self._job_id]) == [self._job_id]
+        return result
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> SqlStateStore:
+    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+
+
+@pytest.mark.parametrize("trigger", ["0.webp", "manifest.json"])
+def test_a_write_canceled_midway_writes_nothing_more_and_leaves_nothing(
+    state: SqlStateStore, corpus: tuple[Path, dict], trigger: str  # noqa: F811
+) -> None:
+    folder, truth = corpus
+    job_id = answered_job(state, folder, truth["bundles"][0])
+    store = CancelingStore(state, job_id, trigger)
+    report = write_once(state, store, job_id)  # type: ignore[arg-type]
+
+    assert store.canceled and report.status is JobStatus.CANCELED
+    if trigger == "manifest.json":  # the last steps run one at a time: nothing starts after it
+        assert store.late == []
+    # Documents upload in parallel: one that passed its check just before the cancel may land
+    # after it, and is removed with the rest.
+    assert list(store.list(OutputKeys(state.database_id()).job_prefix(job_id))) == []
+    assert list(store.list()) == []  # nor the job's slice of the documents table
+    assert state.list_documents(job_id) == []
+    assert state.get_job(job_id).status is JobStatus.CANCELED
+
+
+def test_the_database_refuses_a_canceled_jobs_documents(
+    state: SqlStateStore, corpus: tuple[Path, dict]  # noqa: F811
+) -> None:
+    folder, truth = corpus
+    job_id = answered_job(state, folder, truth["bundles"][0])
+    store = MemoryObjectStore()
+    assert write_once(state, store, job_id).status is JobStatus.COMPLETED
+    documents = state.list_documents(job_id)
+    state.transition(job_id, [JobStatus.COMPLETED], JobStatus.CANCELED)
+    with pytest.raises(LeaseLost):
+        state.upsert_documents(job_id, documents)
+
+
+def test_cancel_by_id_by_source_and_all(tmp_path: Path, corpus: tuple[Path, dict]) -> None:  # noqa: F811
+    folder, truth = corpus
+    settings = load_settings(raybatch_home=str(tmp_path))
+    state = open_state(StateSettings(database_url=settings.database_url.get_secret_value()))
+    first, second = (answered_job(state, folder, bundle) for bundle in truth["bundles"][:2])
+    store = LocalObjectStore(settings.store)
+    keys = OutputKeys(state.database_id())
+    store.put(f"{keys.job_prefix(first)}/documents/0.pdf", b"%PDF")  # written before the cancel
+
+    assert cancel_command(settings, [first]) == 0
+    assert list(store.list(keys.job_prefix(first))) == []
+    assert cancel_command(settings, [first]) == 1  # ended already
+    assert cancel_command(settings, [], source=str(tmp_path / "elsewhere")) == 0  # none there
+    assert state.get_job(second).status is JobStatus.ANSWERED
+    assert cancel_command(settings, [], source=str(folder)) == 0
+    assert state.get_job(second).status is JobStatus.CANCELED
+    assert cancel_command(settings, [], every_live=True) == 0  # nothing live is left
