@@ -15,7 +15,8 @@ from raybatch.errors import LeaseLost
 from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
 from raybatch.objects import LocalObjectStore, MemoryObjectStore
-from raybatch.settings import StateSettings, load_settings
+from raybatch.report import status_summary
+from raybatch.settings import StateSettings, load_settings, model_prices
 from raybatch.state import SqlStateStore, open_state
 
 
@@ -93,3 +94,6 @@ def test_cancel_by_id_by_source_and_all(tmp_path: Path, corpus: tuple[Path, dict
     assert cancel_command(settings, [], source=str(folder)) == 0
     assert state.get_job(second).status is JobStatus.CANCELED
     assert cancel_command(settings, [], every_live=True) == 0  # nothing live is left
+    canceled = status_summary(state, model_prices(settings))["canceled"]
+    assert canceled["jobs"] == 2 and canceled["job_ids"] == [first, second]
+    assert canceled["estimated_cost_usd"] > 0  # what their answers cost before the cancel

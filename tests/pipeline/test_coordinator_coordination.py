@@ -130,3 +130,36 @@ def test_a_batch_is_canceled_once_no_live_job_remains_in_it(state: SqlStateStore
         calls = dict(emulator.app.calls)
     assert calls["cancel"] == 1 and calls["create"] == 1  # canceled at the API, nothing sent again
     assert {j.status for j in state.list_jobs()} == {JobStatus.CANCELED}
+
+
+def test_a_coordinator_exits_once_idle_and_never_while_it_holds_work(state: SqlStateStore) -> None:
+    exits: list[float] = []
+    with EmulatorServer(EmulatorConfig(processing_seconds=0)) as emulator:
+
+        async def scenario() -> None:
+            job = prepared_job(state, bundle_texts(0), name="held")
+            values = {
+                "anthropic_base_url": emulator.base_url,
+                "anthropic_api_key": "test-key",
+                "poll_interval": 0.05,
+                "coordinator_idle_seconds": 0.2,
+            }
+            loop = asyncio.get_running_loop()
+            coord = BatchCoordinator(
+                ClaudeSettings.model_validate(values), state, on_idle=lambda: exits.append(loop.time())
+            )
+            state.set_paused(True)  # the offer stays held
+            await offer(coord, job)
+            await asyncio.sleep(0.8)
+            assert exits == []  # no driver calls, but it holds an offer
+            assert state.live_coordinators() == [coord.id]
+            await coord.forget([job.job_id])
+            for _ in range(40):
+                if exits:
+                    break
+                await asyncio.sleep(0.05)
+            await coord.stop()
+
+        asyncio.run(scenario())
+    assert len(exits) == 1
+    assert state.live_coordinators() == []  # it retired: its lead is free at once

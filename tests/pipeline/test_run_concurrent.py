@@ -1,15 +1,20 @@
 """Two runs at once on one source and one database, on local Ray: one coordinator serves both,
-each chunk goes to Claude once, each document is written once."""
+each chunk goes to Claude once, each document is written once; the coordinator outlives its
+creator and exits once idle."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
-from pipeline_support import CorpusRun, corpus_subset, warm_settings
-from test_run_recovery import Background, assert_written_once, state_of
+import ray
+from pipeline_support import CorpusRun, corpus_subset, run_settings, warm_settings
+from test_run_recovery import Background, assert_written_once, state_of, wait_for
 
 from raybatch.claude.emulator import EmulatorServer
+from raybatch.runtime import coordinator_name, get_coordinator
+from raybatch.settings import Settings
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -25,3 +30,23 @@ def test_two_drivers_on_one_source_send_each_chunk_once(
     assert all(report.ok for report in reports)
     assert_written_once(settings, truth, emulator)  # requests sent == chunks, batches all ours
     assert len(state_of(settings).live_coordinators()) == 1  # one coordinator served both drivers
+
+
+def test_the_coordinator_is_detached_and_exits_when_idle(ray_session: None, tmp_path: Path) -> None:
+    settings = run_settings(tmp_path, raybatch_emulator=True, coordinator_idle_seconds=1.0)
+    first = get_coordinator(settings)
+    ray.get(first.snapshot.remote())
+    del first  # the creating handle gone: a detached actor lives on
+    gc.collect()
+    again = ray.get_actor(coordinator_name(settings), namespace=settings.ray_namespace)
+    assert ray.get(again.snapshot.remote()).running
+    del again
+    wait_for(lambda: not coordinator_alive(settings), timeout=60, what="the idle coordinator to exit")
+
+
+def coordinator_alive(settings: Settings) -> bool:
+    try:
+        ray.get_actor(coordinator_name(settings), namespace=settings.ray_namespace)
+    except ValueError:
+        return False
+    return True
