@@ -1,5 +1,5 @@
-"""Cancel means stop, without Ray: a writer fenced mid-write leaves nothing, the database refuses a
-canceled job's rows, and the command cancels by id, by source or all."""
+"""Cancel means stop, without Ray: its prepare tasks are canceled, a writer fenced mid-write leaves
+nothing, the database refuses a canceled job's rows, and the command cancels by id, by source or all."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from driver_support import StandInTasks, pending_job, run_ref, wait_refs
 from test_writer import answered_job, corpus, write_once  # noqa: F401 (corpus: a fixture)
 
+from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.cancel import cancel_jobs
 from raybatch.commands import cancel_jobs as cancel_command
 from raybatch.errors import LeaseLost
@@ -97,3 +99,20 @@ def test_cancel_by_id_by_source_and_all(tmp_path: Path, corpus: tuple[Path, dict
     canceled = status_summary(state, model_prices(settings))["canceled"]
     assert canceled["jobs"] == 2 and canceled["job_ids"] == [first, second]
     assert canceled["estimated_cost_usd"] > 0  # what their answers cost before the cancel
+
+
+def test_canceling_a_job_cancels_its_prepare_tasks(state: SqlStateStore) -> None:
+    jobs = [pending_job(state, n, pages=9) for n in range(2)]  # two chunks each
+    tasks, canceled = StandInTasks(hold=True), []
+    scheduler = PrepareScheduler(
+        state, tasks, worker_id="driver", max_in_flight=8, max_backlog_bytes=10**9, lease_seconds=60,
+        max_attempts=3, wait=wait_refs, get=run_ref, cancel=canceled.append,
+    )  # fmt: skip
+    scheduler.claim(jobs)
+    scheduler.tick(0)
+    assert len(scheduler.refs) == 4
+    assert cancel_jobs(state, MemoryObjectStore(), [jobs[0]]) == [jobs[0]]
+    scheduler.renewed({lease.job_id: lease for lease in state.renew_leases(scheduler.leases, 60)})
+
+    assert len(canceled) == 2 and not scheduler.holds(jobs[0]) and scheduler.holds(jobs[1])
+    assert set(scheduler.refs) == set(tasks.refs) - set(canceled)  # the other job's go on
