@@ -242,13 +242,23 @@ class Driver:
         if self._cursor >= len(self._sweep):
             self._sweep = [j for j in self._sweep if not self._seen[j].terminal]
             self._cursor = 0
-        ids = [j for j in self._sweep[self._cursor : self._cursor + SWEEP_SIZE] if not self._holds(j)]
+        ids = self._sweep[self._cursor : self._cursor + SWEEP_SIZE]
         self._cursor += SWEEP_SIZE
         if ids:
             for job in self._state.get_jobs(ids):
+                if self._holds(job.id):
+                    self._stop_if_canceled(job)
                 # A prepared job held by another driver is looked at again: that driver may be gone.
-                if job.status is not self._seen[job.id] or self._orphan(job):
+                elif job.status is not self._seen[job.id] or self._orphan(job):
                     self._see(job.id, job.status)
+
+    def _stop_if_canceled(self, job: JobRecord) -> None:
+        """A job this driver prepares, canceled meanwhile: its preparation stops now (its writer,
+        if it has one, is fenced by the database)."""
+        if job.status is JobStatus.CANCELED and self._parts.scheduler.holds(job.id):
+            log.info("job %d: canceled; its preparation stops", job.id)
+            self._parts.scheduler.forget([job.id])
+            self._see(job.id, job.status)
 
     def _orphan(self, job: JobRecord) -> bool:
         """A prepared job no driver holds any more (worth asking the database to requeue it)."""

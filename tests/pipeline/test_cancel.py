@@ -7,9 +7,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from driver_support import StandInTasks, pending_job, run_ref, wait_refs
+from driver_support import (
+    CoordinatorState,
+    StandInCoordinator,
+    StandInTasks,
+    StandInWriter,
+    driver_parts,
+    pending_job,
+    run_ref,
+    wait_refs,
+)
 from test_writer import answered_job, corpus, write_once  # noqa: F401 (corpus: a fixture)
 
+from raybatch.actors.driver import Driver
 from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.cancel import cancel_jobs
 from raybatch.commands import cancel_jobs as cancel_command
@@ -116,3 +126,19 @@ def test_canceling_a_job_cancels_its_prepare_tasks(state: SqlStateStore) -> None
 
     assert len(canceled) == 2 and not scheduler.holds(jobs[0]) and scheduler.holds(jobs[1])
     assert set(scheduler.refs) == set(tasks.refs) - set(canceled)  # the other job's go on
+
+
+def test_the_driver_stops_preparing_a_job_canceled_meanwhile(state: SqlStateStore) -> None:
+    jobs = [pending_job(state, n, pages=9) for n in range(2)]
+    tasks, now = StandInTasks(hold=True), [0.0]
+    coordinator = CoordinatorState(state)
+    parts = driver_parts(state, tasks, [StandInWriter(state, [])], lambda: StandInCoordinator(coordinator))
+    driver = Driver(state, jobs, parts, lease_seconds=600.0, monotonic=lambda: now[0], sleep=lambda s: None)
+    driver._step()
+    assert parts.scheduler.holds(jobs[0]) and len(parts.scheduler.refs) == 4
+    cancel_jobs(state, MemoryObjectStore(), [jobs[0]])
+    now[0] += 1.0  # the next sweep, long before the lease would be renewed
+    driver._step()
+
+    assert not parts.scheduler.holds(jobs[0]) and parts.scheduler.holds(jobs[1])
+    assert len(parts.scheduler.refs) == 2  # only the other job's tasks are still awaited
