@@ -10,11 +10,14 @@ table, its document rows — is removed here, and again by a writer that finds i
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from raybatch.ids import OutputKeys
-from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus
-from raybatch.objects.port import ObjectStore
-from raybatch.state.port import StateStore
+from raybatch.models import TERMINAL_JOB_STATUSES, BatchStatus, JobRecord, JobStatus
+
+if TYPE_CHECKING:  # the coordinator imports this module: it needs no store client
+    from raybatch.objects.port import ObjectStore
+    from raybatch.state.port import StateStore
 
 LIVE_STATUSES = [s for s in JobStatus if s not in TERMINAL_JOB_STATUSES]
 
@@ -38,6 +41,22 @@ def remove_outputs(state: StateStore, store: ObjectStore, job_id: int) -> int:
             removed += 1
     state.delete_documents(job_id)
     return removed
+
+
+def no_live_job(jobs: Sequence[JobRecord]) -> bool:
+    """Whether a batch holding these jobs is needed by none of them (all canceled or ended)."""
+    return bool(jobs) and all(job.status.terminal for job in jobs)
+
+
+def unneeded_batches(state: StateStore) -> list[str]:
+    """The API ids of batches in progress that no live job needs any more."""
+    return [
+        record.anthropic_id
+        for record in state.active_batches()
+        if record.anthropic_id is not None
+        and record.status is BatchStatus.IN_PROGRESS
+        and no_live_job(state.get_jobs(state.batch_jobs(record.id)))
+    ]
 
 
 def live_jobs_of(jobs: Sequence[JobRecord], source: str) -> list[int]:

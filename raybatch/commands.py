@@ -7,15 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from raybatch import console as out
-from raybatch.cancel import LIVE_STATUSES, live_jobs_of
+from raybatch.cancel import LIVE_STATUSES, live_jobs_of, unneeded_batches
 from raybatch.cancel import cancel_jobs as cancel_jobs_in
+from raybatch.claude.batch_client import AnthropicBatchClient
+from raybatch.errors import RaybatchError
 from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
 from raybatch.objects import open_store
 from raybatch.pipeline import RunReport, run
 from raybatch.report import documents_by_file, evaluate_run, failures, status_summary
-from raybatch.settings import Settings, StateSettings, StoreSettings, model_prices
-from raybatch.state import open_state
+from raybatch.settings import ClaudeSettings, Settings, StateSettings, StoreSettings, model_prices
+from raybatch.state import StateStore, open_state
 
 
 def run_source(
@@ -134,7 +136,23 @@ def cancel_jobs(
         print(f"no job {job_id}")
     if canceled:
         print(f"{len(canceled)} jobs canceled: {canceled}")
+        _cancel_batches(settings, state)
     return 0 if len(canceled) == len(chosen) else 1
+
+
+def _cancel_batches(settings: Settings, state: StateStore) -> None:
+    """Cancel at the API now the batches no live job needs, when Claude is configured here; the
+    coordinator does it anyway at its next poll."""
+    unneeded = unneeded_batches(state)
+    if not unneeded or settings.anthropic_api_key is None:
+        return
+    client = AnthropicBatchClient(settings.section(ClaudeSettings))
+    for batch_id in unneeded:
+        try:
+            client.cancel(batch_id)
+            print(f"batch {batch_id} canceled at the API")
+        except RaybatchError as exc:
+            print(f"batch {batch_id} not canceled now ({exc}); the coordinator cancels it at its next poll")
 
 
 def _source_uri(source: str) -> str:

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from raybatch.actors.filing import ResultFiler
+from raybatch.cancel import no_live_job
 from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.poller import poll_once
 from raybatch.claude.records import BatchState, RequestResult
@@ -113,8 +114,7 @@ class BatchPolls:
         if age >= self._deadline:
             reason = f"still in flight after POLL_DEADLINE ({self._deadline:.0f} s)"
         else:
-            jobs = await self._io(self._state.get_jobs, job_ids)
-            if not jobs or any(not job.status.terminal for job in jobs):
+            if not no_live_job(await self._io(self._state.get_jobs, job_ids)):
                 return
             reason = "no live job remains in it (canceled or ended)"
         log.warning("batch %s: %s; canceling it", record.anthropic_id, reason)

@@ -11,8 +11,9 @@ from builders import PreparedJob, bundle_texts, prepared_job
 
 from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
-from raybatch.models import ChunkStatus, JobStatus
-from raybatch.settings import ClaudeSettings, StateSettings
+from raybatch.commands import cancel_jobs as cancel_command
+from raybatch.models import BatchStatus, ChunkStatus, JobStatus
+from raybatch.settings import ClaudeSettings, StateSettings, load_settings
 from raybatch.state import SqlStateStore, open_state
 
 
@@ -163,3 +164,23 @@ def test_a_coordinator_exits_once_idle_and_never_while_it_holds_work(state: SqlS
         asyncio.run(scenario())
     assert len(exits) == 1
     assert state.live_coordinators() == []  # it retired: its lead is free at once
+
+
+def test_the_cancel_command_cancels_at_once_a_batch_no_live_job_needs(tmp_path: Path) -> None:
+    with EmulatorServer(EmulatorConfig(processing_seconds=3600)) as emulator:
+        settings = load_settings(
+            raybatch_home=str(tmp_path), anthropic_base_url=emulator.base_url, anthropic_api_key="test-key"
+        )
+        state = open_state(settings.section(StateSettings))
+        job = prepared_job(state, bundle_texts(0), name="one")
+
+        async def scenario() -> None:  # a run sends the batch, then its coordinator is gone
+            coord = coordinator(emulator, state)
+            await offer(coord, job)
+            await coord.step()
+            await coord.stop()
+
+        asyncio.run(scenario())
+        assert [b.status for b in state.active_batches()] == [BatchStatus.IN_PROGRESS]
+        assert cancel_command(settings, [job.job_id]) == 0
+        assert emulator.app.calls["cancel"] == 1
