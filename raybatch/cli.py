@@ -128,9 +128,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from raybatch.commands import cancel_job
+    from raybatch.commands import cancel_jobs
 
-    return cancel_job(settings_from(args), args.job)
+    return cancel_jobs(settings_from(args), args.jobs, every_live=args.all, source=args.source)
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
@@ -225,8 +225,10 @@ def _parser() -> argparse.ArgumentParser:
         if name == "status":
             command.add_argument("--json", action="store_true", help="print one JSON object")
             command.add_argument("--jobs", action="store_true", help="list every job")
-    cancel = sub.add_parser("cancel", help="cancel one job")
-    cancel.add_argument("job", type=int)
+    cancel = sub.add_parser("cancel", help="cancel jobs: their work stops and their outputs are removed")
+    cancel.add_argument("jobs", type=int, nargs="*", help="job ids")
+    cancel.add_argument("--all", action="store_true", help="every job that has not ended")
+    cancel.add_argument("--source", metavar="URI", help="the live jobs of a folder, file or s3:// prefix")
     _location_flags(cancel)
     cancel.set_defaults(handler=cmd_cancel)
     retry = sub.add_parser("retry", help="take failed jobs up again (their answers are kept)")

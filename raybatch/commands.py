@@ -7,12 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from raybatch import console as out
+from raybatch.cancel import LIVE_STATUSES, live_jobs_of, unneeded_batches
+from raybatch.cancel import cancel_jobs as cancel_jobs_in
+from raybatch.claude.batch_client import AnthropicBatchClient
+from raybatch.errors import RaybatchError
 from raybatch.ids import OutputKeys
-from raybatch.models import TERMINAL_JOB_STATUSES, JobStatus
+from raybatch.models import JobStatus
+from raybatch.objects import open_store
 from raybatch.pipeline import RunReport, run
 from raybatch.report import documents_by_file, evaluate_run, failures, status_summary
-from raybatch.settings import Settings, StateSettings, model_prices
-from raybatch.state import open_state
+from raybatch.settings import ClaudeSettings, Settings, StateSettings, StoreSettings, model_prices
+from raybatch.state import StateStore, open_state
 
 
 def run_source(
@@ -108,16 +113,53 @@ def show_status(settings: Settings, *, as_json: bool = False, list_jobs: bool = 
     return 0
 
 
-def cancel_job(settings: Settings, job_id: int) -> int:
-    """Cancel a job that has not ended; its answers still arriving are ignored."""
+def cancel_jobs(
+    settings: Settings, job_ids: Sequence[int], *, every_live: bool = False, source: str | None = None
+) -> int:
+    """Cancel jobs that have not ended (named, every live one, or those of a source): their
+    preparation stops, their batch is canceled at the API once no live job is left in it, their
+    writer is fenced, and what they wrote is removed."""
     state = open_state(settings.section(StateSettings))
-    job = state.get_job(job_id)
-    live = [s for s in JobStatus if s not in TERMINAL_JOB_STATUSES]
-    if state.transition(job_id, live, JobStatus.CANCELED):
-        print(f"job {job_id} ({job.source_name}) canceled")
-        return 0
-    print(f"job {job_id} had already ended ({job.status.value})")
-    return 1
+    store = open_store(settings.section(StoreSettings))
+    if every_live or source is not None:
+        live = state.list_jobs(LIVE_STATUSES)
+        chosen = [j.id for j in live] if every_live else live_jobs_of(live, _source_uri(source or ""))
+    else:
+        chosen = list(job_ids)
+    if not chosen:
+        print("no live jobs to cancel" if every_live or source else "name job ids, --all or --source")
+        return 0 if every_live or source else 2
+    canceled = cancel_jobs_in(state, store, chosen)
+    for job in state.get_jobs(sorted(set(chosen) - set(canceled))):
+        print(f"job {job.id} had already ended ({job.status.value})")
+    for job_id in sorted(set(chosen) - {j.id for j in state.get_jobs(chosen)}):
+        print(f"no job {job_id}")
+    if canceled:
+        print(f"{len(canceled)} jobs canceled: {canceled}")
+        _cancel_batches(settings, state)
+    return 0 if len(canceled) == len(chosen) else 1
+
+
+def _cancel_batches(settings: Settings, state: StateStore) -> None:
+    """Cancel at the API now the batches no live job needs, when Claude is configured here; the
+    coordinator does it anyway at its next poll."""
+    unneeded = unneeded_batches(state)
+    if not unneeded or settings.anthropic_api_key is None:
+        return
+    client = AnthropicBatchClient(settings.section(ClaudeSettings))
+    for batch_id in unneeded:
+        try:
+            client.cancel(batch_id)
+            print(f"batch {batch_id} canceled at the API")
+        except RaybatchError as exc:
+            print(f"batch {batch_id} not canceled now ({exc}); the coordinator cancels it at its next poll")
+
+
+def _source_uri(source: str) -> str:
+    """A source as jobs record it: s3:// and file:// as given, a local path as a file URI."""
+    if "://" in source:
+        return source
+    return Path(source).resolve().as_uri()
 
 
 def retry_jobs(settings: Settings, job_ids: Sequence[int], *, every_failed: bool = False) -> int:

@@ -72,6 +72,10 @@ def status_table(summary: Mapping[str, Any]) -> Table:
     table.add_row("requests (reused, emulated)", _requests(summary))
     table.add_row("estimated cost", f"${summary['estimated_cost_usd']:.4f}")
     table.add_row("paused", "yes" if summary["paused"] else "no")
+    if summary.get("canceled", {}).get("jobs"):
+        canceled = summary["canceled"]
+        spent = f"{canceled['jobs']:,} (${canceled['estimated_cost_usd']:.4f})"
+        table.add_row("canceled (spent before)", spent)
     if summary.get("spend"):
         table.add_row("spend cap", spend_line(summary["spend"]))
     return table

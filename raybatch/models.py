@@ -37,6 +37,16 @@ TERMINAL_JOB_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobSta
 SYNC_BATCH_ID = "sync"  # the batch id chunks carry while a synchronous call is under way
 
 
+def sync_tag(coordinator_id: str) -> str:
+    """The batch id a coordinator's synchronous calls give their chunks."""
+    return f"{SYNC_BATCH_ID}:{coordinator_id}"
+
+
+def is_sync_tag(batch_id: str | None) -> bool:
+    """Whether a chunk's batch id is a synchronous call's (any coordinator's)."""
+    return batch_id is not None and (batch_id == SYNC_BATCH_ID or batch_id.startswith(f"{SYNC_BATCH_ID}:"))
+
+
 class ChunkStatus(StrEnum):
     """A chunk (one Claude request): prepared → submitted → succeeded | retry → … | failed."""
 
@@ -93,6 +103,7 @@ class JobRecord:
     error_message: str | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    held_until: datetime | None = None  # while a lease on it runs
 
 
 @dataclass(frozen=True)

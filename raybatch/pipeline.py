@@ -30,7 +30,7 @@ from raybatch.models import JobRecord, JobStatus
 from raybatch.prepared import kept_requests
 from raybatch.register import Registrar, SourceIntake
 from raybatch.reuse import reopen_changed, settings_config
-from raybatch.runtime import connect, get_coordinator
+from raybatch.runtime import connect, get_coordinator, retire_coordinator
 from raybatch.settings import Settings, StateSettings, StoreSettings
 from raybatch.sources import SourceFile, SourceListing, iter_sources, list_sources
 from raybatch.spend import start_run
@@ -102,8 +102,10 @@ def run(
         with open_budget(settings, holder, prepare_ceiling=_prepare_cap(settings)) as budget:
             reopen = _reopener(state, settings, notice)
             intake = _intake(settings, files, registrar, budget, reopen)
+            # A built-in emulator ends with this run: so must the coordinator that talks to it.
+            own_emulator = settings.uses_emulator and not settings.anthropic_base_url
             with claude_endpoint(settings, notice) as (settings, emulator_url):
-                ended, writes = _drive(settings, intake, on_progress, budget.prepare_cap)
+                ended, writes = _drive(settings, intake, on_progress, budget.prepare_cap, own_emulator)
             notice(f"{intake.jobs} jobs registered from {intake.files} files")
     finally:
         if owns_ray:
@@ -190,6 +192,7 @@ def _drive(
     intake: SourceIntake,
     on_progress: Callable[[Progress], None] | None,
     prepare_cap: Callable[[], int],
+    retire: bool = False,
 ) -> tuple[list[JobRecord], list[WriteReport]]:
     """Build the Ray parts and drive until every job ended."""
     state = open_state(settings.section(StateSettings))
@@ -230,6 +233,8 @@ def _drive(
     finally:
         for handle in handles:
             ray.kill(handle)
+        if retire:
+            retire_coordinator(settings)
     return jobs, writers.reports
 
 

@@ -5,7 +5,7 @@ Shared by the CLI, the job entrypoint and notebooks, so each shows the same figu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from raybatch.cost import ModelPrices, add_usage, cost_usd
@@ -52,7 +52,17 @@ def status_summary(
         "requests_reused": requests.reused,
         "requests_emulated": requests.emulated,
         "spend": spend_status(state, prices),
+        "canceled": canceled_spend(state, prices, wanted),
     }
+
+
+def canceled_spend(state: StateStore, prices: ModelPrices, job_ids: Sequence[int] | None) -> dict[str, Any]:
+    """The canceled jobs (of ``job_ids``, or all) and what their requests cost before the cancel."""
+    canceled = [j.id for j in state.list_jobs([JobStatus.CANCELED])]
+    if job_ids is not None:
+        canceled = sorted(set(canceled) & set(job_ids))
+    usage = state.request_totals(canceled).usage_by_mode if canceled else {}
+    return {"jobs": len(canceled), "job_ids": canceled[:100], "estimated_cost_usd": cost_usd(usage, prices)}
 
 
 def documents_by_file(

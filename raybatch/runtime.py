@@ -57,11 +57,23 @@ def limit_oom_retries(settings: Settings) -> None:
 
 
 class CoordinatorActor:
-    """The BatchCoordinator as an async Ray actor: builds its ports inside the actor process."""
+    """The BatchCoordinator as an async Ray actor: builds its ports inside the actor process.
+
+    Detached, so it outlives the driver that created it and serves every driver on its database;
+    it exits by itself once no driver called for COORDINATOR_IDLE_SECONDS and it holds no work.
+    """
 
     def __init__(self, settings: CoordinatorActorSettings) -> None:
         state = open_state(settings.state)
-        self._coordinator = BatchCoordinator(settings.claude, state, resolve=_await_ref, metrics=Metrics())
+        self._coordinator = BatchCoordinator(
+            settings.claude,
+            state,
+            resolve=_await_ref,
+            metrics=Metrics(),
+            # The actor's id survives its restarts: a restarted coordinator keeps its lead and its calls.
+            coordinator_id=ray.get_runtime_context().get_actor_id(),
+            on_idle=ray.actor.exit_actor,
+        )
 
     async def offer(self, job_id: int, chunks: dict[int, Any], mode: str, request_bytes: int) -> None:
         await self._coordinator.offer(job_id, chunks, mode, request_bytes)
@@ -90,10 +102,12 @@ def coordinator_name(settings: Settings) -> str:
 
 
 def get_coordinator(settings: Settings) -> Any:
-    """The named coordinator for this database, created if it is not running."""
+    """The named coordinator for this database, created (detached, from the coordinator's own
+    settings sections) if it is not running."""
     actor = ray.remote(CoordinatorActor).options(
         name=coordinator_name(settings),
         namespace=settings.ray_namespace,
+        lifetime="detached",
         get_if_exists=True,
         max_restarts=-1,
         max_task_retries=0,
@@ -101,4 +115,14 @@ def get_coordinator(settings: Settings) -> Any:
         num_cpus=0,
     )
     return actor.remote(settings.for_coordinator())
+
+
+def retire_coordinator(settings: Settings) -> None:
+    """Stop this database's coordinator now (it was bound to a Claude endpoint that goes away)."""
+    try:
+        handle = ray.get_actor(coordinator_name(settings), namespace=settings.ray_namespace)
+        ray.get(handle.stop.remote(), timeout=30)
+        ray.kill(handle, no_restart=True)
+    except (ValueError, ray.exceptions.RayError) as exc:  # not running, or already gone
+        log.info("coordinator not retired: %s", type(exc).__name__)
 

@@ -105,6 +105,12 @@ class ClaudeSettings(RequestSettings):
     sweep_interval: float = Field(
         30.0, gt=0, description="seconds between the coordinator's sweeps for work nothing holds"
     )
+    coordinator_idle_seconds: float = Field(
+        600.0, gt=0, description="a coordinator no driver called for this long, holding no work, exits"
+    )
+    coordinator_lease_seconds: float = Field(
+        30.0, ge=1.0, description="a coordinator silent this long loses its lead; its sync calls go again"
+    )
     max_cost_usd: float | None = Field(None, gt=0, description="spend cap of one run, in US dollars")
     max_daily_cost_usd: float | None = Field(None, gt=0, description="spend cap of one UTC day, all runs")
 

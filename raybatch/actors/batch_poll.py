@@ -1,7 +1,10 @@
 """The coordinator's poll phase: every batch in flight looked at, each on its own.
 
 A batch that ended has its results read (a cut stream is read again, keeping what arrived),
-checked to be ours, filed by custom_id, and its jobs settled. An error with one batch — its
+checked to be ours, filed by custom_id, and its jobs settled. A batch in flight is canceled at the
+API when no live job remains in it (all canceled or ended), or when it is still running past
+POLL_DEADLINE: its requests then go again in a later batch (within their tries) or fail with that
+reason. An error with one batch — its
 results deleted or past retention, a database error while filing it — touches that batch only.
 """
 
@@ -11,16 +14,18 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from raybatch.actors.filing import ResultFiler
+from raybatch.cancel import no_live_job
 from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.poller import poll_once
 from raybatch.claude.records import BatchState, RequestResult
 from raybatch.errors import AuthenticationFailed, BatchFailed, PermanentError, TransientError, error_class
 from raybatch.metrics import Metrics
-from raybatch.models import BatchStatus
+from raybatch.models import BatchStatus, ResultType
 from raybatch.state.port import BatchRecord, StateStore
 
 log = logging.getLogger(__name__)
@@ -42,7 +47,9 @@ class BatchPolls:
         io: Io,
         settle: Callable[[set[int]], Awaitable[None]],
         metrics: Metrics,
+        deadline: float = float("inf"),
     ) -> None:
+        self._deadline = deadline  # seconds a batch may stay in flight (POLL_DEADLINE)
         self._state = state
         self._batches = batches
         self._filer = filer
@@ -95,15 +102,31 @@ class BatchPolls:
         await self._io(self._state.set_progress, {job: round(100 * state.done_fraction, 1) for job in jobs})
         if state.status is not BatchStatus.ENDED:
             await self._io(self._state.update_batch, state.id, state.status, dict(state.counts), _raw(state))
+            if state.status is BatchStatus.IN_PROGRESS:
+                await self._cancel_if_unwanted(record, jobs, age)
             return False
-        await self._collect(record, state)
+        await self._collect(record, state, past_deadline=age >= self._deadline)
         return True
 
-    async def _collect(self, record: BatchRecord, state: BatchState) -> None:
+    async def _cancel_if_unwanted(self, record: BatchRecord, job_ids: Sequence[int], age: float) -> None:
+        """Cancel at the API a batch no live job needs any more, or one past POLL_DEADLINE."""
+        assert record.anthropic_id is not None
+        if age >= self._deadline:
+            reason = f"still in flight after POLL_DEADLINE ({self._deadline:.0f} s)"
+        else:
+            if not no_live_job(await self._io(self._state.get_jobs, job_ids)):
+                return
+            reason = "no live job remains in it (canceled or ended)"
+        log.warning("batch %s: %s; canceling it", record.anthropic_id, reason)
+        await self._io(self._batches.cancel, record.anthropic_id)
+
+    async def _collect(self, record: BatchRecord, state: BatchState, *, past_deadline: bool = False) -> None:
         """Read an ended batch's results, file each by custom_id, then settle its jobs."""
         assert record.anthropic_id is not None
         expected = await self._io(self._state.batch_chunks, record.id)
         results = await self._io(self._read_results, record.anthropic_id)
+        if past_deadline:  # canceled for taking too long: the reason goes with each request
+            results = [_timed_out(result, self._deadline) for result in results]
         if _foreign(results, expected):
             await self._disown(record, results)
             return
@@ -146,6 +169,13 @@ class BatchPolls:
         await self._io(self._filer.lose, record.anthropic_id or "", expected, error_class(exc), str(exc))
         await self._io(self._state.mark_batch_lost, record.id)
         await self._settle_jobs(set(await self._io(self._state.batch_jobs, record.id)))
+
+
+def _timed_out(result: RequestResult, deadline: float) -> RequestResult:
+    if result.type not in (ResultType.CANCELED, ResultType.EXPIRED):
+        return result
+    message = f"batch still in flight after POLL_DEADLINE ({deadline:.0f} s); canceled"
+    return replace(result, error_type="PollDeadline", error_message=message)
 
 
 def _aware(moment: datetime) -> datetime:

@@ -11,6 +11,11 @@ the driver re-offers them.
 Recovery is a sweep, run at start and every SWEEP_INTERVAL: intents never attached are adopted or
 dropped, chunks held by no live batch or call go again, and jobs whose status lags their chunks
 are settled. So every window a crash or a database error can open closes by itself.
+
+Several coordinators may share one database (two local runs each start their own Ray). Each beats
+in the database; only the lead (a lease one of them holds) sweeps and polls, and a coordinator's
+synchronous calls carry its own tag, so none releases another's calls in flight. A coordinator no
+driver called for COORDINATOR_IDLE_SECONDS, holding no offer and no call, says it is idle.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -41,7 +47,7 @@ from raybatch.errors import (
     error_class,
 )
 from raybatch.metrics import Metrics
-from raybatch.models import BatchStatus, ChunkStatus, JobStatus
+from raybatch.models import BatchStatus, ChunkStatus, JobStatus, sync_tag
 from raybatch.settings import ClaudeSettings, model_prices
 from raybatch.spend import SpendGate
 from raybatch.state.port import BatchRecord, StateStore
@@ -93,7 +99,11 @@ class BatchCoordinator:
         monotonic: Callable[[], float] = time.monotonic,
         metrics: Metrics | None = None,
         autostart: bool = True,
+        coordinator_id: str | None = None,
+        on_idle: Callable[[], None] | None = None,
     ) -> None:
+        self.id = coordinator_id or uuid.uuid4().hex[:16]
+        self._on_idle = on_idle  # called once no driver called for a while and nothing is held
         self._claude = claude
         self._autostart = autostart  # False: the caller drives ``step`` itself (tests)
         self._state = state
@@ -120,21 +130,32 @@ class BatchCoordinator:
             settle=self._settle,
             on_permanent=self._fail_jobs,
             on_parked=self._park,
+            tag=sync_tag(self.id),
         )
         self._polls = BatchPolls(
-            state, self._batches, self._filer, io=self._io, settle=self._settle, metrics=self._metrics
+            state,
+            self._batches,
+            self._filer,
+            io=self._io,
+            settle=self._settle,
+            metrics=self._metrics,
+            deadline=claude.poll_deadline,
         )
         self._creator = BatchCreator(
             state, self._batches, io=self._io, outage_budget=claude.outage_budget, metrics=self._metrics
         )
         self._loop_task: asyncio.Task[None] | None = None
         self._recovered = False
+        self._lead = False
+        self._next_beat = 0.0
+        self._last_call = monotonic()
         self._next_sweep = 0.0
         self._delays = poll_backoff(claude.poll_interval).delays()
 
     # --- what the driver calls ------------------------------------------------------------
     async def offer(self, job_id: int, chunks: Mapping[int, Any], mode: str, request_bytes: int) -> None:
         """Hand over a job's prepared chunks (idempotent: a second offer replaces the first)."""
+        self._called()
         self._offers[job_id] = Offer(job_id, dict(chunks), mode, request_bytes)
         if self._first_offer_at is None:
             self._first_offer_at = self._monotonic()
@@ -142,16 +163,19 @@ class BatchCoordinator:
 
     async def forget(self, job_ids: Sequence[int]) -> None:
         """Drop payloads of jobs that no longer need them (answered, failed, canceled)."""
+        self._called()
         for job_id in job_ids:
             self._offers.pop(job_id, None)
 
     async def flush(self, flush: bool = True) -> None:
         """No more work is coming soon: submit what is prepared without waiting to fill a batch."""
+        self._called()
         self._flush = flush
         self._ensure_running()
 
     async def snapshot(self) -> CoordinatorSnapshot:
         """The backlog and what is in flight; also restarts the loop after an actor restart."""
+        self._called()
         self._ensure_running()
         active = await self._io(self._state.active_batches)
         paused = await self._io(self._state.is_paused)
@@ -175,7 +199,17 @@ class BatchCoordinator:
             self._loop_task.cancel()
             await asyncio.gather(self._loop_task, return_exceptions=True)
         await asyncio.gather(*self._sync.tasks, return_exceptions=True)
+        await self._guarded("retiring", self._io(self._state.retire, self.id))
         self._pool.shutdown(wait=False)
+
+    def _called(self) -> None:
+        self._last_call = self._monotonic()
+
+    @property
+    def idle(self) -> bool:
+        """No driver called for COORDINATOR_IDLE_SECONDS and nothing is held: no offer, no call."""
+        quiet = self._monotonic() - self._last_call >= self._claude.coordinator_idle_seconds
+        return quiet and not self._offers and not self._sync.tasks and not self._sync.live
 
     @property
     def _sync_tasks(self) -> set[asyncio.Task[None]]:
@@ -197,25 +231,49 @@ class BatchCoordinator:
             except Exception:  # one bad pass must not end the loop; the DB keeps the truth
                 log.exception("coordinator pass failed; will try again")
                 busy = False
+            if self.idle and self._on_idle is not None:
+                log.info("no driver called for a while and nothing is held: the coordinator exits")
+                await self._guarded("retiring", self._io(self._state.retire, self.id))
+                self._on_idle()
+                return
             await asyncio.sleep(0.2 if busy else next(self._delays))
 
     async def step(self) -> bool:
-        """One pass: sweep when due, then submit and poll unless paused. True when work moved."""
-        if not self._recovered:
+        """One pass: the lead sweeps when due; then submit, and the lead polls, unless paused. True
+        when work moved."""
+        await self._beat()
+        if self._lead and not self._recovered:
             await self._sweep()
             self._recovered = True
         if await self._io(self._state.is_paused):
             return False
-        if self._monotonic() >= self._next_sweep:
+        if self._lead and self._monotonic() >= self._next_sweep:
             await self._sweep()
         await self._sync.file_pending()
         submitted = await self._submit_phase()
-        polled = await self._polls.poll()
+        polled = await self._polls.poll() if self._lead else False
         if submitted or polled:
             self._delays = poll_backoff(self._claude.poll_interval).delays()
         return submitted
 
     # --- recovery -------------------------------------------------------------------------
+    async def _beat(self) -> None:
+        """Say this coordinator is alive and learn whether it leads (a few times a lease)."""
+        if self._monotonic() < self._next_beat:
+            return
+        lease = self._claude.coordinator_lease_seconds
+        try:
+            lead = await self._io(self._state.beat, self.id, lease)
+        except Exception as exc:  # the database away: keep the last answer, try again soon
+            log.warning("coordinator heartbeat failed, will try again: %s", exc)
+            self._next_beat = self._monotonic() + 1.0
+            return
+        self._next_beat = self._monotonic() + lease / 3
+        if lead and not self._lead:
+            log.info("coordinator %s leads: it sweeps and polls", self.id)
+            self._recovered = False  # a new lead recovers what the last one left
+        self._lead = lead
+
     async def _sweep(self) -> None:
         """Close every window a crash or an error left open; the DB says what is in flight.
 
@@ -241,12 +299,16 @@ class BatchCoordinator:
             await self._settle(set(await self._io(self._state.batch_jobs, record.id)))
 
     async def _release_unheld(self) -> None:
-        """Sync calls no task runs any more go back to prepared; chunks of batches no longer in
-        flight go again."""
-        cut_short = sorted(set(await self._io(self._state.submitted_chunk_ids, SYNC_BATCH)) - self._sync.live)
+        """Sync calls no task runs any more (this coordinator's, or any of one that stopped beating)
+        go back to prepared; chunks of batches no longer in flight go again."""
+        tag = self._sync.tag
+        cut_short = sorted(set(await self._io(self._state.submitted_chunk_ids, tag)) - self._sync.live)
         if cut_short:
-            await self._io(self._state.release_chunks, SYNC_BATCH, cut_short)
+            await self._io(self._state.release_chunks, tag, cut_short)
             log.info("recovery: %d synchronous requests cut short go again", len(cut_short))
+        orphaned = await self._io(self._state.release_orphaned_sync_chunks)
+        if orphaned:
+            log.info("recovery: %d synchronous requests of stopped coordinators go again", orphaned)
         stranded = await self._io(self._state.release_stranded_chunks, [SYNC_BATCH])
         if stranded:
             log.info("recovery: %d requests of batches no longer in flight go again", stranded)

@@ -18,6 +18,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from ray.exceptions import RayActorError
@@ -171,8 +172,9 @@ class Driver:
             self._reprepare(job_id)
 
     def _reprepare(self, job_id: int) -> None:
-        """A job prepared by a driver that is gone: its payloads are gone with it."""
-        if self._state.transition(job_id, [JobStatus.PREPARED], JobStatus.PENDING):
+        """A job prepared by a driver that is gone: its payloads are gone with it. One another
+        driver holds (it renews the hold while it offers the job) is left to that driver."""
+        if self._state.requeue_unheld(job_id, JobStatus.PREPARED, self._lease_seconds):
             log.info("job %d: prepared payloads are gone; preparing it again", job_id)
             self._see(job_id, JobStatus.PENDING)
 
@@ -240,12 +242,29 @@ class Driver:
         if self._cursor >= len(self._sweep):
             self._sweep = [j for j in self._sweep if not self._seen[j].terminal]
             self._cursor = 0
-        ids = [j for j in self._sweep[self._cursor : self._cursor + SWEEP_SIZE] if not self._holds(j)]
+        ids = self._sweep[self._cursor : self._cursor + SWEEP_SIZE]
         self._cursor += SWEEP_SIZE
         if ids:
-            for job_id, status in self._state.job_statuses(ids).items():
-                if status is not self._seen[job_id]:
-                    self._see(job_id, status)
+            for job in self._state.get_jobs(ids):
+                if self._holds(job.id):
+                    self._stop_if_canceled(job)
+                # A prepared job held by another driver is looked at again: that driver may be gone.
+                elif job.status is not self._seen[job.id] or self._orphan(job):
+                    self._see(job.id, job.status)
+
+    def _stop_if_canceled(self, job: JobRecord) -> None:
+        """A job this driver prepares, canceled meanwhile: its preparation stops now (its writer,
+        if it has one, is fenced by the database)."""
+        if job.status is JobStatus.CANCELED and self._parts.scheduler.holds(job.id):
+            log.info("job %d: canceled; its preparation stops", job.id)
+            self._parts.scheduler.forget([job.id])
+            self._see(job.id, job.status)
+
+    def _orphan(self, job: JobRecord) -> bool:
+        """A prepared job no driver holds any more (worth asking the database to requeue it)."""
+        if job.status is not JobStatus.PREPARED or job.id in self._offered:
+            return False
+        return job.held_until is None or job.held_until <= datetime.now(UTC)
 
     def _holds(self, job_id: int) -> bool:
         """A job this driver is preparing or writing: it learns that job's changes first-hand."""
@@ -401,8 +420,12 @@ class Driver:
             return
         self._last_renew = self._monotonic()
         held = self._parts.scheduler.leases + self._parts.writers.leases
+        offered = [j for j in self._offered if self._seen.get(j) is JobStatus.PREPARED]
         try:
             renewed = self._state.renew_leases(held, self._lease_seconds)
+            # Offered jobs waiting for a batch are held too: another driver must not prepare them again.
+            holder = self._parts.scheduler.worker_id
+            self._state.hold_jobs(holder, offered, JobStatus.PREPARED, self._lease_seconds)
         except RaybatchError as exc:  # the database is away: try again at the next step
             log.warning("could not renew leases: %s", exc)
             return

@@ -87,9 +87,11 @@ class PrepareScheduler:
         metrics: Metrics | None = None,
         wait: Callable[..., tuple[list[Any], list[Any]]] = ray.wait,
         get: Callable[[Any], Any] = ray.get,
+        cancel: Callable[[Any], None] | None = None,
     ) -> None:
         self._state = state
         self._wait, self._get = wait, get
+        self._cancel = cancel or _cancel_task
         self._tasks = tasks
         self._worker_id = worker_id
         # A callable cap follows the cluster as the autoscaler adds or removes nodes.
@@ -111,6 +113,11 @@ class PrepareScheduler:
     def idle(self) -> bool:
         """Nothing queued and nothing running."""
         return not self._queue and not self._in_flight and not self._answered_already
+
+    @property
+    def worker_id(self) -> str:
+        """Who claims: the jobs this scheduler prepared are held under this name."""
+        return self._worker_id
 
     @property
     def leases(self) -> list[Lease]:
@@ -293,13 +300,27 @@ class PrepareScheduler:
         self._drop(job_id)
 
     def _drop(self, job_id: int) -> None:
+        """Stop preparing a job: its queued chunks go, its tasks under way are canceled and
+        forgotten (a later claim of the job starts afresh)."""
         self._jobs.pop(job_id, None)
         self._queue = deque(item for item in self._queue if item[0] != job_id)
+        for ref in [ref for ref, (owner, _, _) in self._in_flight.items() if owner == job_id]:
+            del self._in_flight[ref]
+            if ref in self._from_store:  # read from the store, not a task: nothing to cancel
+                self._from_store.discard(ref)
+            else:
+                self._cancel(ref)
 
     def forget(self, job_ids: Sequence[int]) -> None:
         """Stop preparing these jobs (canceled elsewhere)."""
         for job_id in job_ids:
             self._drop(job_id)
+
+
+def _cancel_task(ref: Any) -> None:
+    """Cancel a Ray task by its result (a stand-in ref is left alone)."""
+    if isinstance(ref, ray.ObjectRef):
+        ray.cancel(ref)
 
 
 def failure_reason(exc: BaseException) -> str:

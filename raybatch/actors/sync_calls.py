@@ -1,8 +1,9 @@
 """Synchronous (urgent) calls of the coordinator: sent off the loop, filed, never lost.
 
-Chunks carry the tag ``SYNC_BATCH`` while their call is under way. Answers that came back are
-kept in memory until they are filed: a database error while filing is tried again on the next
-pass, and their chunks stay marked live meanwhile, so no sweep sends them again (they are paid).
+Chunks carry their coordinator's tag (``sync:<coordinator>``) while their call is under way.
+Answers that came back are kept in memory until they are filed: a database error while filing is
+tried again on the next pass, and their chunks stay marked live meanwhile, so no sweep sends them
+again (they are paid).
 Anything a call could not finish is released: its chunks go back to prepared, to be sent again.
 """
 
@@ -50,7 +51,9 @@ class SyncCalls:
         settle: Callable[[set[int]], Awaitable[None]],
         on_permanent: Callable[[set[int], PermanentError], Awaitable[None]],
         on_parked: Callable[[str], None],
+        tag: str = SYNC_BATCH,
     ) -> None:
+        self.tag = tag  # this coordinator's batch id for its calls' chunks
         self._state = state
         self._messages = messages
         self._filer = filer
@@ -66,7 +69,7 @@ class SyncCalls:
     async def start(self, requests: Sequence[PreparedRequest]) -> None:
         """Mark the chunks as under way and send them on a task."""
         ids = [r.custom_id for r in requests]
-        await self._io(self._state.mark_chunks_submitted, ids, SYNC_BATCH)
+        await self._io(self._state.mark_chunks_submitted, ids, self.tag)
         self.live.update(ids)
         task = asyncio.get_running_loop().create_task(self._run(list(requests)), name="sync-call")
         self.tasks.add(task)
@@ -78,7 +81,7 @@ class SyncCalls:
             while self._unfiled:
                 answers = self._unfiled[0]
                 try:
-                    await self._io(self._filer.file, SYNC_BATCH, answers.sent, answers.results)
+                    await self._io(self._filer.file, self.tag, answers.sent, answers.results)
                     await self._settle(answers.jobs)
                 except Exception as exc:  # the database: the answers wait in memory for the next pass
                     count = len(answers.sent)
@@ -109,7 +112,7 @@ class SyncCalls:
 
     async def _release(self, custom_ids: Sequence[str]) -> None:
         try:
-            await self._io(self._state.release_chunks, SYNC_BATCH, list(custom_ids))
+            await self._io(self._state.release_chunks, self.tag, list(custom_ids))
         finally:  # if the release failed, the sweep releases them: they are no longer live
             self.live.difference_update(custom_ids)
 

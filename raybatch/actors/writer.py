@@ -4,6 +4,9 @@ Per job: stitch the chunk answers (validated when filed), slice each document's 
 PDF turned upright, draw a thumbnail, upload both, then group, upsert rows, write the manifest and
 the job's slice of the Parquet table, and complete the job under its lease. Keys come from ids, so
 a rerun rewrites the same objects and rows. Plain class: Ray runs a pool of them as actors.
+
+Every object is put only while the lease still holds, and the database refuses a canceled job's
+rows: a write fenced by a cancel stops, and removes what it had written.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from threading import BoundedSemaphore
 
 import pymupdf
 
+from raybatch.cancel import remove_outputs
 from raybatch.claude.answer import PROMPT_VERSION, ChunkAnswer
 from raybatch.cost import prices_for
 from raybatch.errors import LeaseLost, PermanentError, TransientError, error_class
@@ -116,6 +120,9 @@ class ResultWriter:
         except LeaseLost as exc:
             status, error = JobStatus.WRITING, f"lease lost: {exc}"
             count = 0
+            if self._state.get_job(job.id).status is JobStatus.CANCELED:
+                remove_outputs(self._state, self._store, job.id)
+                status, error = JobStatus.CANCELED, "canceled while being written; its outputs removed"
         except TransientError as exc:
             self._state.transition(job.id, [JobStatus.WRITING], JobStatus.ANSWERED)
             status, error, count = JobStatus.ANSWERED, f"{error_class(exc)}: {exc}", 0
@@ -132,19 +139,26 @@ class ResultWriter:
         answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
         stitched = stitch(answers, job.pages or 0)
         rotations = page_rotations(chunks, stitched)
-        records = self._build_documents(job, stitched, rotations)
+        records = self._build_documents(job, stitched, rotations, lease)
         self._state.renew_lease(lease, self._lease_seconds)
         records = self._group(records)
         self._state.upsert_documents(job.id, records)
         self._drop_stale_objects(job.id, len(records))
+        self._fence(lease)
         self._put_json(self._keys().manifest(job.id), self._manifest(job, records))
+        self._fence(lease)
         self._store.put(self._keys().documents_table_part(job.id), documents_table(records, job))
         self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0)
         self._metrics.documents_written(len(records))
         return len(records)
 
+    def _fence(self, lease: Lease) -> None:
+        """Refuse to write once the lease is gone (taken over, or the job canceled)."""
+        if not self._state.holds(lease):
+            raise LeaseLost(f"job {lease.job_id}: lease {lease.token} of {lease.worker_id} is gone")
+
     def _build_documents(
-        self, job: JobRecord, stitched: Sequence[StitchedDocument], rotations: Mapping[int, int]
+        self, job: JobRecord, stitched: Sequence[StitchedDocument], rotations: Mapping[int, int], lease: Lease
     ) -> list[DocumentRecord]:
         """Slice, draw and upload every document; at most 1/2/4 built and not yet uploaded."""
         data = read_source(job.source_uri, self._sources, sha256=job.sha256)  # the file prepared
@@ -159,18 +173,20 @@ class ResultWriter:
                 slots.acquire()
                 pdf = slice_document(source, doc.first_page, doc.last_page, rotations)
                 thumb = thumbnail(pdf)
-                future = pool.submit(self._upload, job, index, doc, pdf, thumb)
+                future = pool.submit(self._upload, job, index, doc, pdf, thumb, lease)
                 future.add_done_callback(lambda _: slots.release())
                 uploads.append(future)
             return [future.result() for future in uploads]
 
     def _upload(
-        self, job: JobRecord, index: int, doc: StitchedDocument, pdf: bytes, thumb: bytes
+        self, job: JobRecord, index: int, doc: StitchedDocument, pdf: bytes, thumb: bytes, lease: Lease
     ) -> DocumentRecord:
         metadata = {"job-id": str(job.id), "document-index": str(index), "source-name": job.source_name}
         keys = self._keys()
         pdf_key, thumb_key = keys.document_pdf(job.id, index), keys.document_thumb(job.id, index)
+        self._fence(lease)
         self._store.put(pdf_key, pdf, content_type="application/pdf", metadata=metadata)
+        self._fence(lease)
         self._store.put(thumb_key, thumb, content_type="image/webp", metadata=metadata)
         return DocumentRecord(
             job_id=job.id,

@@ -82,4 +82,4 @@ def classify(result: RequestResult) -> Filed:
         error_type = result.error_type or "unknown_error"
         action = FilingAction.FAIL if error_type in PERMANENT_ERROR_TYPES else FilingAction.RETRY
         return Filed(result, action, f"errored: {error_type}")
-    return Filed(result, FilingAction.RETRY, str(result.type))
+    return Filed(result, FilingAction.RETRY, result.error_message or str(result.type))

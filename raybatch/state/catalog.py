@@ -7,12 +7,14 @@ from collections.abc import Mapping, Sequence
 
 import sqlalchemy as sa
 
-from raybatch.models import CachedPage, DocumentRecord, PageText
+from raybatch.errors import LeaseLost
+from raybatch.models import CachedPage, DocumentRecord, JobStatus, PageText
 from raybatch.state.base import SqlBase, clip
 from raybatch.state.port import ErrorRecord
 from raybatch.state.rows import DOCUMENT_COLUMNS, document_record, document_values, error_record, page_text
 from raybatch.state.schema import documents as document_rows
 from raybatch.state.schema import errors, groups, page_ocr, settings
+from raybatch.state.schema import jobs as job_rows
 
 PAUSED_KEY = "paused"
 DATABASE_ID_KEY = "database_id"
@@ -32,6 +34,12 @@ class CatalogQueries(SqlBase):
         indexes = [record.index for record in documents]
         with self._write() as conn:
             now = self._now()
+            # Locked against a cancel: no row is written for a job once it is canceled.
+            status = conn.execute(
+                sa.select(job_rows.c.status).where(job_rows.c.id == job_id).with_for_update()
+            ).scalar()
+            if status == JobStatus.CANCELED.value:
+                raise LeaseLost(f"job {job_id} was canceled: its documents are not written")
             conn.execute(
                 sa.delete(document_rows).where(
                     document_rows.c.job_id == job_id, document_rows.c.doc_index.not_in(indexes)
@@ -49,6 +57,12 @@ class CatalogQueries(SqlBase):
                     for r in documents
                 ]
                 conn.execute(upsert, rows)
+
+    def delete_documents(self, job_id: int) -> int:
+        """Remove a job's document rows (a canceled job's outputs); how many went."""
+        with self._write() as conn:
+            gone = conn.execute(sa.delete(document_rows).where(document_rows.c.job_id == job_id))
+            return int(gone.rowcount)
 
     def list_documents(self, job_id: int | None = None) -> list[DocumentRecord]:
         """Documents in (job, index) order, optionally of one job."""

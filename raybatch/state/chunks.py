@@ -11,7 +11,6 @@ from sqlalchemy.engine import Connection
 
 from raybatch.cost import add_usage
 from raybatch.models import (
-    SYNC_BATCH_ID,
     BatchStatus,
     ChunkRecord,
     ChunkStatus,
@@ -19,6 +18,7 @@ from raybatch.models import (
     Lease,
     ResultType,
     Usage,
+    is_sync_tag,
 )
 from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by, in_groups
 from raybatch.state.port import RequestTotals
@@ -53,7 +53,7 @@ def _result_values(
         tokens = {name: getattr(usage or Usage(), name) for name in _TOKENS}
         return {
             **tokens,
-            "sent_mode": "sync" if batch_id == SYNC_BATCH_ID else "batch",
+            "sent_mode": "sync" if is_sync_tag(batch_id) else "batch",
             "status": ChunkStatus.SUCCEEDED.value,
             "answer": answer,
             "error_class": None,
@@ -179,7 +179,8 @@ class ChunkQueries(SqlBase):
 
     def release_stranded_chunks(self, tags: Sequence[str] = ()) -> int:
         """Chunks submitted in a batch no longer in flight (ended, lost, or never recorded) go to
-        RETRY without a try counted; chunks carrying one of ``tags`` (sync calls) are left alone."""
+        RETRY without a try counted; chunks carrying one of ``tags``, or ``tag:…`` (sync calls), are
+        left alone."""
         live = sa.select(batch_rows.c.anthropic_id).where(
             batch_rows.c.anthropic_id.is_not(None),
             batch_rows.c.status.in_([s.value for s in ACTIVE_BATCH_STATUSES]),
@@ -188,8 +189,9 @@ class ChunkQueries(SqlBase):
             chunk_rows.c.status == ChunkStatus.SUBMITTED.value,
             sa.or_(chunk_rows.c.batch_id.is_(None), chunk_rows.c.batch_id.not_in(live)),
         ]
-        if tags:
-            stranded.append(sa.or_(chunk_rows.c.batch_id.is_(None), chunk_rows.c.batch_id.not_in(list(tags))))
+        for tag in tags:
+            kept = sa.or_(chunk_rows.c.batch_id == tag, chunk_rows.c.batch_id.startswith(f"{tag}:"))
+            stranded.append(sa.or_(chunk_rows.c.batch_id.is_(None), ~kept))
         with self._write() as conn:
             values = {"status": ChunkStatus.RETRY.value, "updated_at": self._now()}
             return int(conn.execute(sa.update(chunk_rows).where(*stranded).values(values)).rowcount)

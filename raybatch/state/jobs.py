@@ -323,6 +323,47 @@ class JobQueries(SqlBase):
                     renewed.extend(replace(x, expires_at=expires) for x in group if x.job_id in kept)
         return renewed
 
+    def hold_jobs(
+        self, worker_id: str, job_ids: Sequence[int], status: JobStatus, lease_seconds: float
+    ) -> list[int]:
+        """Hold jobs that sit in ``status`` for ``worker_id`` (a lease without a claim: no token or
+        try counted), unless another holder's lease runs; the ids held."""
+        if not job_ids:
+            return []
+        held: list[int] = []
+        with self._write() as conn:
+            now = self._now()
+            free = sa.or_(
+                jobs.c.lease_owner == worker_id,
+                jobs.c.lease_expires_at.is_(None),
+                jobs.c.lease_expires_at <= now,
+            )
+            values = {"lease_owner": worker_id, "lease_expires_at": now + timedelta(seconds=lease_seconds)}
+            for group in in_groups(sorted(set(job_ids))):
+                where = [jobs.c.id.in_(group), jobs.c.status == JobStatus(status).value, free]
+                hold = sa.update(jobs).where(*where).values(values).returning(jobs.c.id)
+                held.extend(row.id for row in conn.execute(hold))
+        return held
+
+    def requeue_unheld(self, job_id: int, from_status: JobStatus, idle_seconds: float) -> bool:
+        """Back to pending a job in ``from_status`` that no lease holds and that has not moved for
+        ``idle_seconds`` (its holder is gone); True when it went."""
+        with self._write() as conn:
+            now = self._now()
+            where = [
+                jobs.c.id == job_id,
+                jobs.c.status == JobStatus(from_status).value,
+                sa.or_(jobs.c.lease_expires_at.is_(None), jobs.c.lease_expires_at <= now),
+                jobs.c.updated_at <= now - timedelta(seconds=idle_seconds),
+            ]
+            values = {**_RELEASED, "status": JobStatus.PENDING.value, "updated_at": now}
+            return conn.execute(sa.update(jobs).where(*where).values(values)).rowcount == 1
+
+    def holds(self, lease: Lease) -> bool:
+        """Whether ``lease`` still holds its job (not taken over, released or canceled)."""
+        with self._read() as conn:
+            return conn.execute(sa.select(jobs.c.id).where(_held_by(lease))).first() is not None
+
     def renew_lease(self, lease: Lease, lease_seconds: float) -> Lease:
         """Extend a lease still held; raises LeaseLost when it was taken over or released."""
         with self._write() as conn:

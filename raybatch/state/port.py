@@ -161,6 +161,17 @@ class StateStore(Protocol):
         (those taken over or ended are left out)."""
         ...
 
+    def hold_jobs(
+        self, worker_id: str, job_ids: Sequence[int], status: JobStatus, lease_seconds: float
+    ) -> list[int]:
+        """Hold jobs sitting in ``status`` for ``worker_id`` unless another holder's lease runs; the
+        ids held (no token or try counted: a mark of ownership, not a claim)."""
+        ...
+
+    def requeue_unheld(self, job_id: int, from_status: JobStatus, idle_seconds: float) -> bool:
+        """Back to pending a job in ``from_status`` no lease holds, unmoved for ``idle_seconds``."""
+        ...
+
     def finish_claim(self, lease: Lease, to_status: JobStatus, **fields: Any) -> None:
         """Move a claimed job on and drop the lease; raises LeaseLost for a stale owner.
         ``fields``: pages, progress, mode, attempts, error_class, error_message."""
@@ -316,7 +327,16 @@ class StateStore(Protocol):
 
     # --- documents and groups -------------------------------------------------------------
     def upsert_documents(self, job_id: int, documents: Sequence[DocumentRecord]) -> None:
-        """Make the job's documents exactly these (by index): reruns never duplicate."""
+        """Make the job's documents exactly these (by index): reruns never duplicate. Refused
+        (LeaseLost) once the job is canceled."""
+        ...
+
+    def delete_documents(self, job_id: int) -> int:
+        """Remove a job's document rows (a canceled job's outputs); how many went."""
+        ...
+
+    def holds(self, lease: Lease) -> bool:
+        """Whether ``lease`` still holds its job (not taken over, released or canceled)."""
         ...
 
     def list_documents(self, job_id: int | None = None) -> list[DocumentRecord]:
@@ -363,6 +383,22 @@ class StateStore(Protocol):
 
     def is_paused(self) -> bool:
         """Whether the pause flag is set."""
+        ...
+
+    def beat(self, coordinator_id: str, lease_seconds: float) -> bool:
+        """Record a coordinator alive for ``lease_seconds``; True while it holds the lead."""
+        ...
+
+    def retire(self, coordinator_id: str) -> None:
+        """A coordinator that stops gives up its heartbeat and its lead."""
+        ...
+
+    def live_coordinators(self) -> list[str]:
+        """The coordinators that beat within their lease, oldest first."""
+        ...
+
+    def release_orphaned_sync_chunks(self) -> int:
+        """Chunks of synchronous calls whose coordinator stopped beating go back to prepared."""
         ...
 
     def set_paused(self, paused: bool) -> None:

@@ -37,6 +37,7 @@ def job_record(row: Row[Any]) -> JobRecord:
         error_message=row.error_message,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        held_until=row.lease_expires_at,
     )
 
 

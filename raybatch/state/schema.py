@@ -209,3 +209,21 @@ workload = sa.Table(
     sa.Column("taken_at", UtcDateTime(), nullable=False),
     sa.Column("expires_at", UtcDateTime(), nullable=False, index=True),
 )
+
+# Coordinators on this database: each one's heartbeat (its sync calls are live while it beats).
+coordinators = sa.Table(
+    "coordinators",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("started_at", UtcDateTime(), nullable=False),
+    sa.Column("expires_at", UtcDateTime(), nullable=False, index=True),
+)
+
+# The lead among them: only its holder sweeps (recovery) and polls batches.
+coordinator_lead = sa.Table(
+    "coordinator_lead",
+    metadata,
+    sa.Column("name", sa.String(32), primary_key=True),
+    sa.Column("holder", sa.String(64), nullable=False),
+    sa.Column("expires_at", UtcDateTime(), nullable=False),
+)

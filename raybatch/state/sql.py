@@ -11,8 +11,9 @@ from __future__ import annotations
 from raybatch.state.batches import BatchQueries
 from raybatch.state.catalog import CatalogQueries
 from raybatch.state.chunks import ChunkQueries
+from raybatch.state.coordination import CoordinationQueries
 from raybatch.state.jobs import JobQueries
 
 
-class SqlStateStore(JobQueries, ChunkQueries, BatchQueries, CatalogQueries):
+class SqlStateStore(JobQueries, ChunkQueries, BatchQueries, CatalogQueries, CoordinationQueries):
     """The state store on a SQLAlchemy URL; picklable (rebuilt from its URL in each process)."""

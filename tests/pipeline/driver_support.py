@@ -160,11 +160,12 @@ def driver_parts(
     coordinator: Callable[[], Any],
     *,
     budget_mb: float = 1000.0,
+    worker_id: str = "driver-test",
 ) -> DriverParts:
     scheduler = PrepareScheduler(
         state,
         tasks,
-        worker_id="driver-test",
+        worker_id=worker_id,
         max_in_flight=8,
         max_backlog_bytes=10**9,
         lease_seconds=60,
@@ -176,7 +177,7 @@ def driver_parts(
         writers,
         state,
         budget_mb=budget_mb,
-        worker_id="driver-test",
+        worker_id=worker_id,
         lease_seconds=60,
         max_attempts=3,
         wait=wait_refs,

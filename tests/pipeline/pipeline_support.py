@@ -17,7 +17,13 @@ from raybatch.state import SqlStateStore, open_state
 
 def run_settings(home: Path, emulator: EmulatorServer | None = None, **overrides: Any) -> Settings:
     """Settings for one run in its own folder (SQLite + local store), pointed at ``emulator``."""
-    values: dict[str, Any] = {"raybatch_home": str(home), "poll_interval": 0.5, "lease_seconds": 6.0}
+    values: dict[str, Any] = {
+        "raybatch_home": str(home),
+        "poll_interval": 0.5,
+        "lease_seconds": 6.0,
+        "coordinator_idle_seconds": 5.0,  # a test's coordinator does not outlive it for long
+        "coordinator_lease_seconds": 3.0,
+    }
     if emulator is not None:
         values |= {"anthropic_base_url": emulator.base_url, "anthropic_api_key": "test-key"}
     return load_settings(**(values | overrides))

@@ -11,10 +11,9 @@ import pytest
 from pipeline_support import CorpusRun, corpus_subset, warm_settings
 from test_run_recovery import Background, assert_written_once, batch_in_flight, describe, state_of, wait_for
 
-from raybatch.actors.coordinator import SYNC_BATCH
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.ids import OutputKeys
-from raybatch.models import ChunkStatus, JobStatus
+from raybatch.models import ChunkStatus, JobStatus, is_sync_tag
 from raybatch.objects import LocalObjectStore
 from raybatch.report import evaluate_run
 from raybatch.settings import Settings
@@ -116,7 +115,7 @@ def in_sync_calls(settings: Settings) -> set[str]:
         c.custom_id
         for j in state.list_jobs()
         for c in state.get_chunks(j.id)
-        if c.batch_id == SYNC_BATCH and c.status is ChunkStatus.SUBMITTED
+        if is_sync_tag(c.batch_id) and c.status is ChunkStatus.SUBMITTED
     }
 
 

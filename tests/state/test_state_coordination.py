@@ -1,0 +1,84 @@
+"""Coordinators and drivers sharing one database, on each backend: one lead at a time, sync calls
+released only once their coordinator stopped beating, prepared jobs held by their driver, and no
+rows for a canceled job."""
+
+from __future__ import annotations
+
+import pytest
+from state_helpers import FakeClock, sha
+
+from raybatch.errors import LeaseLost
+from raybatch.ids import custom_id
+from raybatch.models import ChunkRecord, ChunkStatus, DocumentRecord, JobStatus, SourceKind, sync_tag
+from raybatch.state import SqlStateStore
+
+
+def job(store: SqlStateStore, n: int, status: JobStatus = JobStatus.PREPARED) -> int:
+    record, _ = store.register_job(
+        sha256=sha(n), source_uri=f"file:///{n}.pdf", source_name=f"{n}.pdf", kind=SourceKind.PDF,
+        size_bytes=1,
+    )
+    store.transition(record.id, [JobStatus.PENDING], status)
+    return record.id
+
+
+def test_one_lead_at_a_time_and_it_passes_on(store: SqlStateStore, clock: FakeClock) -> None:
+    assert store.beat("a", 30) is True
+    assert store.beat("b", 30) is False  # a holds it
+    assert store.beat("a", 30) is True  # renewed
+    clock.advance(31)  # a went silent
+    assert store.beat("b", 30) is True
+    assert store.live_coordinators() == ["b"]
+    store.retire("b")
+    assert store.beat("a", 30) is True  # given up at once, no wait
+
+
+def test_sync_calls_are_released_only_once_their_coordinator_stopped(
+    store: SqlStateStore, clock: FakeClock
+) -> None:
+    job_id = job(store, 1)
+    ids = [custom_id(job_id, n) for n in (0, 1)]
+    records = [ChunkRecord(job_id, n, n + 1, n + 1, ids[n], "k", ChunkStatus.PREPARED) for n in (0, 1)]
+    store.save_chunks(job_id, records)
+    store.beat("a", 30)
+    store.beat("b", 30)
+    store.mark_chunks_submitted([ids[0]], sync_tag("a"))
+    store.mark_chunks_submitted([ids[1]], sync_tag("b"))
+    assert store.release_orphaned_sync_chunks() == 0  # both beat
+    assert store.release_stranded_chunks(["sync"]) == 0  # not batches: left alone
+    clock.advance(20)
+    store.beat("a", 30)
+    clock.advance(20)  # b silent for 40 s
+    assert store.release_orphaned_sync_chunks() == 1
+    chunks = {c.custom_id: c for c in store.get_chunks(job_id)}
+    assert chunks[ids[1]].status is ChunkStatus.PREPARED
+    assert chunks[ids[0]].status is ChunkStatus.SUBMITTED
+
+
+def test_a_held_prepared_job_is_not_requeued(store: SqlStateStore, clock: FakeClock) -> None:
+    held, left = job(store, 1), job(store, 2)
+    assert store.hold_jobs("driver-a", [held, left], JobStatus.PREPARED, 60) == [held, left]
+    assert store.hold_jobs("driver-b", [held], JobStatus.PREPARED, 60) == []  # a holds it
+    clock.advance(61)
+    assert store.hold_jobs("driver-a", [held], JobStatus.PREPARED, 60) == [held]  # a renews one
+    assert store.requeue_unheld(held, JobStatus.PREPARED, 60) is False
+    assert store.requeue_unheld(left, JobStatus.PREPARED, 60) is True  # its driver is gone
+    assert store.get_job(left).status is JobStatus.PENDING
+
+
+def test_a_job_just_prepared_waits_before_it_is_requeued(store: SqlStateStore, clock: FakeClock) -> None:
+    fresh = job(store, 1)  # prepared now, not held yet: its driver holds it at its next renewal
+    assert store.requeue_unheld(fresh, JobStatus.PREPARED, 60) is False
+    clock.advance(61)
+    assert store.requeue_unheld(fresh, JobStatus.PREPARED, 60) is True
+
+
+def test_no_document_rows_for_a_canceled_job(store: SqlStateStore) -> None:
+    job_id = job(store, 1, JobStatus.WRITING)
+    doc = DocumentRecord(job_id=job_id, index=0, first_page=1, last_page=1, doc_type="invoice")
+    store.upsert_documents(job_id, [doc])
+    store.transition(job_id, [JobStatus.WRITING], JobStatus.CANCELED)
+    with pytest.raises(LeaseLost):
+        store.upsert_documents(job_id, [doc])
+    assert store.delete_documents(job_id) == 1
+    assert store.list_documents(job_id) == []
