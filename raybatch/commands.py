@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from raybatch import console as out
+from raybatch.errors import ConfigError
 from raybatch.ids import OutputKeys
 from raybatch.models import TERMINAL_JOB_STATUSES, JobStatus
 from raybatch.pipeline import RunReport, run
@@ -111,7 +115,10 @@ def show_status(settings: Settings, *, as_json: bool = False, list_jobs: bool = 
 def cancel_job(settings: Settings, job_id: int) -> int:
     """Cancel a job that has not ended; its answers still arriving are ignored."""
     state = open_state(settings.section(StateSettings))
-    job = state.get_job(job_id)
+    try:
+        job = state.get_job(job_id)
+    except KeyError:
+        raise ConfigError(f"no job {job_id} in {settings.database_url}") from None
     live = [s for s in JobStatus if s not in TERMINAL_JOB_STATUSES]
     if state.transition(job_id, live, JobStatus.CANCELED):
         print(f"job {job_id} ({job.source_name}) canceled")
@@ -133,6 +140,41 @@ def retry_jobs(settings: Settings, job_ids: Sequence[int], *, every_failed: bool
     if reopened:
         print(f"{len(reopened)} jobs will be taken up by the next run of their source: {reopened}")
     return 0 if len(reopened) == len(chosen) else 1
+
+
+class _TruthDocument(BaseModel):
+    first_page: int
+    last_page: int
+    type: str
+
+
+class _TruthBundle(BaseModel):
+    file: str
+    pages: int
+    documents: list[_TruthDocument]
+
+
+class _TruthFile(BaseModel):
+    """What ``eval`` reads of a truth.json (the sample corpus writes more)."""
+
+    bundles: list[_TruthBundle]
+
+
+def read_truth(path: Path) -> dict[str, Any]:
+    """A truth.json as ``evaluate`` takes it; a ConfigError saying what is wrong with the file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"truth file {path}: {exc.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"truth file {path} is not JSON: {exc}") from None
+    try:
+        _TruthFile.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the top level"
+        raise ConfigError(f"truth file {path} is not a truth.json: {where}: {first['msg']}") from None
+    return data
 
 
 def run_eval(settings: Settings, truth: Mapping[str, Any], *, as_json: bool = False) -> int:

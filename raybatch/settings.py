@@ -12,7 +12,15 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from raybatch.errors import ConfigError
@@ -204,6 +212,15 @@ class Settings(
 
     raybatch_home: Path = Path("raybatch-data")
 
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, url: SecretUrl) -> SecretUrl:
+        # The URL is not repeated: a malformed one may hide its password where masking cannot find it.
+        text = url.get_secret_value()
+        if text and text.split(":", 1)[0].split("+", 1)[0] not in ("sqlite", "postgresql"):
+            raise ValueError("neither sqlite:///PATH nor postgresql+psycopg://USER:PASSWORD@HOST/DB")
+        return url
+
     @model_validator(mode="after")
     def _fill_defaults(self) -> Settings:
         # Defaults that depend on RAYBATCH_HOME: a SQLite file and a local folder beside it.
@@ -301,7 +318,8 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']).upper() or 'SETTINGS'}: {err['msg']}"
+            f"{'.'.join(str(p) for p in err['loc']).upper() or 'SETTINGS'}: "
+            f"{err['msg'].removeprefix('Value error, ')}"
             for err in exc.errors()
         )
         raise ConfigError(f"invalid settings: {problems}") from None
