@@ -117,12 +117,16 @@ class ClaudeSettings(RequestSettings):
     max_daily_cost_usd: float | None = Field(None, gt=0, description="spend cap of one UTC day, all runs")
 
 
+# Claude's largest useful image side: larger images are scaled down by the API (PAGE_LONG_EDGE's cap).
+CLAUDE_MAX_LONG_EDGE = 1568
+
+
 class PrepareSettings(_Section):
     """Rendering and request building on the prepare tasks."""
 
     ocr_workers: int = Field(1, ge=1, description="parallel page preparations per node")
     prepare_in_flight: int = Field(0, ge=0, description="cap on prepare tasks in flight; 0 = 2 x CPUs")
-    page_long_edge: int = Field(1568, ge=256, le=1568)
+    page_long_edge: int = Field(CLAUDE_MAX_LONG_EDGE, ge=256, le=CLAUDE_MAX_LONG_EDGE)
     image_format: str = Field("jpeg", pattern="^(jpeg|webp)$")
     image_quality: int = Field(80, ge=30, le=100)
     max_page_pixels: int = Field(150_000_000, ge=1_000_000, description="pixel budget per source page")
