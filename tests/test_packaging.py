@@ -91,3 +91,9 @@ def test_constraints_pin_what_the_lock_pins() -> None:
 
     assert pins and pins <= locked
     assert ("ray", "2.60.0") in pins
+
+
+def test_the_package_says_the_version_pyproject_gives() -> None:
+    import raybatch
+
+    assert raybatch.__version__ == PROJECT["version"]
