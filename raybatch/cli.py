@@ -264,6 +264,13 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _port(text: str) -> int:
+    """A TCP port: 0 (any free one) to 65535."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 to 65535)")
+    return int(text)
+
+
 def _location_flags(command: argparse.ArgumentParser) -> None:
     command.add_argument("--db", help="state database URL (DATABASE_URL)")
     command.add_argument("--store", help="output folder or s3://bucket/prefix (STORE)")
@@ -329,7 +336,7 @@ def _emulator_parser(sub: Any) -> None:
 
     command = sub.add_parser("emulator", help="serve the Anthropic API emulator")
     command.add_argument("--host", default="127.0.0.1")
-    command.add_argument("--port", type=int, default=8765)
+    command.add_argument("--port", type=_port, default=8765)
     add_emulator_arguments(command)
     command.set_defaults(handler=cmd_emulator)
 

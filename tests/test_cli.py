@@ -208,3 +208,20 @@ def test_demo_takes_the_tuning_flags(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert (settings.result_workers, settings.max_concurrent_mb, settings.batch_size) == (3, 512, 7)
     assert (settings.poll_interval, settings.ocr_engine, settings.page_modality) == (2.0, "none", "images")
     assert settings.processing_mode == "sync" and settings.raybatch_home == tmp_path / "demo"
+
+
+@pytest.mark.parametrize(
+    ("argv", "reason"),
+    [
+        (["samples", "out", "--bundles", "0"], "not a whole number of at least 1"),
+        (["emulator", "--port", "99999"], "not a port"),
+    ],
+)
+def test_out_of_range_numbers_are_refused_by_the_parser(
+    argv: list[str], reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+
+    assert exit_.value.code == 2
+    assert reason in capsys.readouterr().err
