@@ -1,15 +1,18 @@
-# The two commands of the README's Quick start, plus lint. Each makes and uses its own .venv.
+# The two commands of the README's Quick start, plus lint. Each makes and uses its own .venv with the
+# versions of uv.lock (uv itself is installed into the .venv from PyPI, pinned here).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+UV_VERSION := 0.13.9
+UV := UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv
 
-.PHONY: demo test lint bench
+.PHONY: demo test lint bench lock
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml uv.lock
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q "uv==$(UV_VERSION)"
+	$(UV) sync --frozen --inexact --extra dev --python $(BIN)/python
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -24,3 +27,8 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py --quick
+
+# After a change of dependencies in pyproject.toml: the lock, and the same pins for pip (cluster nodes).
+lock: $(STAMP)
+	$(UV) lock
+	$(UV) export --frozen --all-extras --no-hashes --no-emit-project --no-annotate -o constraints.txt

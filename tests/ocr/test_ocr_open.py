@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
+import raybatch.ocr
 from raybatch.errors import ConfigError
 from raybatch.ocr import local_engine, open_ocr, rapid
 from raybatch.ocr.port import PageImage
 from raybatch.ocr.rapid import RapidOcrEngine
 from raybatch.ocr.tesseract import TesseractOcrEngine, tesseract_available
 from raybatch.ocr.vision import GoogleVisionOcr
-from raybatch.settings import OcrSettings
+from raybatch.settings import OcrEngineName, OcrSettings
 
 HAS_TESSERACT = tesseract_available("eng+rus")
 
@@ -72,3 +73,39 @@ def test_missing_bundled_models_are_a_clear_config_error(
 
     with pytest.raises(ConfigError, match="no model is ever downloaded"):
         rapid._engine(7)
+
+
+def _uninstall(monkeypatch: pytest.MonkeyPatch, engine: OcrEngineName) -> None:
+    """Make an optional engine look absent, as without its extra."""
+    extra = raybatch.ocr.EXTRAS[engine][1]
+    monkeypatch.setitem(raybatch.ocr.EXTRAS, engine, ("raybatch_absent_module.sub", extra))
+
+
+@pytest.mark.parametrize(("engine", "extra"), [("rapidocr", "rapidocr"), ("vision", "vision")])
+def test_an_engine_asked_for_without_its_extra_is_a_config_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch, engine: str, extra: str
+) -> None:
+    _uninstall(monkeypatch, OcrEngineName(engine))
+
+    with pytest.raises(ConfigError, match=rf"OCR_ENGINE={engine}: .*pip install 'raybatch\[{extra}\]'"):
+        open_ocr(OcrSettings(ocr_engine=engine))
+
+
+def test_auto_with_vision_configured_but_not_installed_reads_locally_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _uninstall(monkeypatch, OcrEngineName.VISION)
+
+    engine = open_ocr(OcrSettings(google_application_credentials="/secrets/key.json"))
+
+    assert not isinstance(engine, GoogleVisionOcr) and engine is not None
+    assert "raybatch[vision]" in caplog.text
+
+
+def test_no_local_engine_at_all_is_none_and_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _uninstall(monkeypatch, OcrEngineName.RAPIDOCR)
+
+    assert local_engine("eng+xx_not_installed") is None
+    assert "raybatch[rapidocr]" in caplog.text

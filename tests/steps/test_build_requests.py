@@ -19,7 +19,7 @@ from raybatch.errors import InvalidRequest
 from raybatch.ids import processing_key
 from raybatch.models import PageText, RenderedPage
 from raybatch.settings import Modality
-from raybatch.steps.build_requests import MIN_TEXT_CHARS, RequestConfig, build_request, sends_image
+from raybatch.steps.build_requests import MIN_TEXT_ONLY_CHARS, RequestConfig, build_request, sends_image
 from raybatch.steps.pack import ENVELOPE_BYTES, batch_body_size
 
 SHA = "ab" * 32
@@ -80,8 +80,8 @@ def test_params_carry_prompt_pages_images_and_schema() -> None:
         (Modality.ADAPTIVE, LONG_TEXT, "ocr:rapidocr", 0.8, False),
         (Modality.ADAPTIVE, LONG_TEXT, "ocr:rapidocr", 0.79, True),
         (Modality.ADAPTIVE, LONG_TEXT, "none", 1.0, True),
-        (Modality.ADAPTIVE, "x" * (MIN_TEXT_CHARS - 1), "layer", 1.0, True),
-        (Modality.ADAPTIVE, "x" * MIN_TEXT_CHARS, "layer", 1.0, False),
+        (Modality.ADAPTIVE, "x" * (MIN_TEXT_ONLY_CHARS - 1), "layer", 1.0, True),
+        (Modality.ADAPTIVE, "x" * MIN_TEXT_ONLY_CHARS, "layer", 1.0, False),
     ],
 )
 def test_modality_decides_whether_the_image_goes(
