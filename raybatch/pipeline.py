@@ -205,6 +205,7 @@ def _drive(
         max_backlog_bytes=2 * megabytes(settings.batch_max_mb),
         lease_seconds=settings.lease_seconds,
         max_attempts=settings.prepare_max_attempts,
+        timeout=settings.prepare_timeout,
     )
     writers = WriterPool(
         handles,
@@ -213,6 +214,7 @@ def _drive(
         worker_id=worker_id,
         lease_seconds=settings.lease_seconds,
         max_attempts=settings.max_attempts,
+        timeout=settings.write_timeout,
     )
     parts = DriverParts(
         scheduler,

@@ -120,6 +120,9 @@ class PrepareSettings(_Section):
     max_page_pixels: int = Field(150_000_000, ge=1_000_000, description="pixel budget per source page")
     page_modality: Modality = Modality.ADAPTIVE
     prepare_max_attempts: int = Field(3, ge=1, le=20, description="prepare tries per job, OOM kills included")
+    prepare_timeout: float = Field(
+        1800.0, gt=0, description="seconds a prepare task may run (from launch) before it is canceled"
+    )
 
 
 class OcrSettings(_Section):
@@ -158,6 +161,7 @@ class WriterSettings(_Section):
     result_workers: int = Field(2, ge=1, le=256)
     max_concurrent_mb: int = Field(1024, ge=1)
     result_resource: str = "result_mb"
+    write_timeout: float = Field(1800.0, gt=0, description="seconds one job's write may run, then stopped")
 
 
 class WorkloadSettings(_Section):
