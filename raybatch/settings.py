@@ -142,6 +142,9 @@ class StateSettings(_Section):
 
     database_url: SecretUrl = SecretUrl("")
     lease_seconds: float = Field(60.0, ge=2.0, description="a dead driver's jobs are taken back after this")
+    database_outage_budget: float = Field(
+        600.0, gt=0, description="seconds a database call waits out an outage before its work is parked"
+    )
 
 
 class StoreSettings(_Section):
@@ -153,6 +156,9 @@ class StoreSettings(_Section):
     minio_secret_key: SecretStr | None = None
     minio_secure: bool = True
     minio_region: str | None = None
+    store_outage_budget: float = Field(
+        600.0, gt=0, description="seconds a store call waits out an outage before its work is parked"
+    )
 
 
 class WriterSettings(_Section):

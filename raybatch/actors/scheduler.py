@@ -278,7 +278,8 @@ class PrepareScheduler:
         name, message = error_class(cause), failure_reason(cause)
         if isinstance(cause, TransientError):  # a database or storage blip: prepared again later
             log.warning("job %d: %s while preparing; it goes back to pending", job_id, message)
-            self._state.transition(job_id, [JobStatus.PREPARING], JobStatus.PENDING)
+            again = {"attempts": max(0, prep.lease.attempt - 1)}  # an outage costs the job no try
+            self._state.transition(job_id, [JobStatus.PREPARING], JobStatus.PENDING, **again)
             self._drop(job_id)
             return
         self._state.fail_job(job_id, "prepare", name, message, lease=prep.lease)
