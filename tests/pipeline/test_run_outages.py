@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from pipeline_support import run_settings
+from pipeline_support import chunk_answers, run_settings
 
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.ids import OutputKeys
@@ -172,7 +172,7 @@ def test_a_database_restart_and_a_store_outage_mid_run_are_waited_out(
                 s3.start()
         assert not runner.is_alive(), "the run ends by itself"
         assert "error" not in outcome, f"the run failed: {outcome.get('error')!r}"
-        paid = emulator.app.answers()
+        paid = chunk_answers(emulator.app.answers())
 
     report: RunReport = outcome["report"]
     assert report.ok and {j.status for j in report.jobs} == {JobStatus.COMPLETED}
