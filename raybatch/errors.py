@@ -18,6 +18,7 @@
     │   ├── UnparseableAnswer      an answer that is not valid even after repair
     │   ├── BatchFailed            a batch that ended without usable results
     │   ├── AttemptsExhausted      transient failures past the retry budget
+    │   ├── TimeLimitExceeded      a task ran past its time limit on every try (names the limit)
     │   ├── LeaseLost              a stale owner tried to complete work it no longer holds
     │   ├── ObjectNotFound         a key that is not in the store
     │   ├── InvalidObjectKey       a key, prefix or metadata entry refused before touching storage
@@ -112,6 +113,10 @@ class BatchFailed(PermanentError):
 
 class AttemptsExhausted(PermanentError):
     """A transient failure kept happening past the retry budget."""
+
+
+class TimeLimitExceeded(PermanentError):
+    """Work ran past its time limit (PREPARE_TIMEOUT, WRITE_TIMEOUT) on each of its tries."""
 
 
 class LeaseLost(PermanentError):

@@ -124,6 +124,7 @@ def _prepare_and_count(
         max_backlog_bytes=2 * megabytes(settings.batch_max_mb),
         lease_seconds=settings.lease_seconds,
         max_attempts=settings.prepare_max_attempts,
+        timeout=settings.prepare_timeout,
     )
     scheduler.claim(j.id for j in jobs)
     renewed = time.monotonic()

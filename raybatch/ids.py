@@ -24,6 +24,25 @@ def parse_custom_id(value: str) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+_MARKED = re.compile(r"^(.+)-([0-9a-f]{8,12})$")
+
+
+def marked_custom_id(value: str, database_id: str) -> str:
+    """The custom_id a batch request is sent under: the chunk's, marked with its database
+    (``job_1_batch_0-3f2a9c01b7d4``). Job numbers repeat across databases; the mark keeps a batch
+    that another database made on the same workspace from being taken for ours."""
+    return f"{value}-{database_id[:12]}"
+
+
+def unmarked_custom_id(sent: str, database_id: str) -> str | None:
+    """The chunk's custom_id behind a result's: the mark taken off when it is this database's,
+    the id as it is when unmarked (sent before marks existed), None for another database's mark."""
+    match = _MARKED.match(sent)
+    if match is None:
+        return sent
+    return match.group(1) if match.group(2) == database_id[:12] else None
+
+
 def processing_key(sha256: str, n: int, request_config: str) -> str:
     """What makes one chunk's answer reusable: same bytes, same chunk, and the same request
     configuration (``RequestConfig.fingerprint``: model, prompt, modality, OCR engine, images...)."""

@@ -27,6 +27,7 @@ from raybatch.actors.driver import Driver, DriverParts, Progress
 from raybatch.actors.scheduler import PrepareScheduler, failure_reason
 from raybatch.actors.writer import WriteReport
 from raybatch.models import JobRecord, JobStatus
+from raybatch.outage import patient_state
 from raybatch.prepared import kept_requests
 from raybatch.register import Registrar, SourceIntake
 from raybatch.reuse import reopen_changed, settings_config
@@ -87,7 +88,7 @@ def run(
         notice(f"skipped {name!r}: not a PDF or image")
 
     files = iter_sources(source, settings.section(StoreSettings), on_skip=skip)
-    state = open_state(settings.section(StateSettings))
+    state = _patient_state(settings)
     registrar = Registrar(
         state,
         settings.section(StoreSettings),
@@ -195,7 +196,7 @@ def _drive(
     retire: bool = False,
 ) -> tuple[list[JobRecord], list[WriteReport]]:
     """Build the Ray parts and drive until every job ended."""
-    state = open_state(settings.section(StateSettings))
+    state = _patient_state(settings)
     run_id = uuid.uuid4().hex[:8]
     worker_id = f"driver-{run_id}"
     # Actors start in the background: the first files register and prepare meanwhile.
@@ -208,6 +209,7 @@ def _drive(
         max_backlog_bytes=2 * megabytes(settings.batch_max_mb),
         lease_seconds=settings.lease_seconds,
         max_attempts=settings.prepare_max_attempts,
+        timeout=settings.prepare_timeout,
     )
     writers = WriterPool(
         handles,
@@ -216,6 +218,7 @@ def _drive(
         worker_id=worker_id,
         lease_seconds=settings.lease_seconds,
         max_attempts=settings.max_attempts,
+        timeout=settings.write_timeout,
     )
     parts = DriverParts(
         scheduler,
@@ -236,6 +239,11 @@ def _drive(
         if retire:
             retire_coordinator(settings)
     return jobs, writers.reports
+
+
+def _patient_state(settings: Settings) -> StateStore:
+    """The state database for the driver's process: a restart of the database is waited out."""
+    return patient_state(open_state(settings.section(StateSettings)), settings.database_outage_budget)
 
 
 def _ready(ref: object) -> bool:

@@ -13,6 +13,7 @@ from raybatch.errors import ObjectNotFound
 from raybatch.ids import OutputKeys
 from raybatch.objects import open_store
 from raybatch.objects.port import ObjectStore
+from raybatch.outage import patient_store
 from raybatch.settings import Settings, StoreSettings
 from raybatch.state.port import StateStore
 
@@ -73,4 +74,5 @@ class PreparedRequests:
 
 def kept_requests(settings: Settings, state: StateStore) -> PreparedRequests:
     """The prepared requests of ``state``'s database in the configured store."""
-    return PreparedRequests(open_store(settings.section(StoreSettings)), OutputKeys(state.database_id()))
+    store = patient_store(open_store(settings.section(StoreSettings)), settings.store_outage_budget)
+    return PreparedRequests(store, OutputKeys(state.database_id()))

@@ -138,6 +138,9 @@ class PrepareSettings(_Section):
     max_page_pixels: int = Field(150_000_000, ge=1_000_000, description="pixel budget per source page")
     page_modality: Modality = Modality.ADAPTIVE
     prepare_max_attempts: int = Field(3, ge=1, le=20, description="prepare tries per job, OOM kills included")
+    prepare_timeout: float = Field(
+        1800.0, gt=0, description="seconds a prepare task may run (from launch) before it is canceled"
+    )
 
 
 class OcrSettings(_Section):
@@ -157,6 +160,9 @@ class StateSettings(_Section):
 
     database_url: SecretUrl = SecretUrl("")
     lease_seconds: float = Field(60.0, ge=2.0, description="a dead driver's jobs are taken back after this")
+    database_outage_budget: float = Field(
+        600.0, gt=0, description="seconds a database call waits out an outage before its work is parked"
+    )
 
 
 class StoreSettings(_Section):
@@ -168,6 +174,9 @@ class StoreSettings(_Section):
     minio_secret_key: SecretStr | None = None
     minio_secure: bool = True
     minio_region: str | None = None
+    store_outage_budget: float = Field(
+        600.0, gt=0, description="seconds a store call waits out an outage before its work is parked"
+    )
 
 
 class WriterSettings(_Section):
@@ -176,6 +185,7 @@ class WriterSettings(_Section):
     result_workers: int = Field(2, ge=1, le=256)
     max_concurrent_mb: int = Field(1024, ge=1)
     result_resource: str = "result_mb"
+    write_timeout: float = Field(1800.0, gt=0, description="seconds one job's write may run, then stopped")
 
 
 class WorkloadSettings(_Section):

@@ -11,9 +11,11 @@ from typing import Any
 import ray
 
 from raybatch.actors.prepare import ChunkPreparer, ChunkSummary, PreparedChunk, memory_estimate
+from raybatch.errors import StorageUnavailable
 from raybatch.models import CachedPage, JobRecord
 from raybatch.ocr import open_ocr
 from raybatch.ocr.cache import CarriedPageTexts, PageTextLookup
+from raybatch.outage import Patience
 from raybatch.prepared import PreparedRequests
 from raybatch.register import Inspection, inspect_source
 from raybatch.reuse import settings_config
@@ -61,8 +63,9 @@ class RayInspector:
 @ray.remote(max_retries=2)
 def load_source(store: StoreSettings, uri: str, sha256: str) -> bytes:
     """Read a source's bytes into the object store, once per job, checked against its sha256
-    (S3 sources need the store's keys)."""
-    return read_source(uri, store, sha256=sha256)
+    (S3 sources need the store's keys); an outage of the store is waited out within its budget."""
+    patience = Patience("object store", StorageUnavailable, store.store_outage_budget)
+    return patience.call(lambda: read_source(uri, store, sha256=sha256))
 
 
 @ray.remote(max_retries=2, retry_exceptions=False)

@@ -12,6 +12,7 @@ from raybatch.errors import ConfigError
 from raybatch.metrics import Metrics
 from raybatch.models import Lease
 from raybatch.objects import open_store
+from raybatch.outage import patient_state, patient_store
 from raybatch.settings import Settings, WriterActorSettings, WriterSettings
 from raybatch.state import open_state
 
@@ -20,9 +21,10 @@ class WriterActor:
     """A ResultWriter as a Ray actor holding its share of the writers' memory resource."""
 
     def __init__(self, settings: WriterActorSettings) -> None:
+        # A restart of the database or the store is waited out, call by call, within its budget.
         self._writer = ResultWriter(
-            open_state(settings.state),
-            open_store(settings.store),
+            patient_state(open_state(settings.state), settings.state.database_outage_budget),
+            patient_store(open_store(settings.store), settings.store.store_outage_budget),
             sources=settings.store,
             prepare=settings.prepare,
             claude=settings.request,

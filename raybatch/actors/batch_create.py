@@ -4,8 +4,9 @@ The intent (its custom_ids) is recorded before the create call. A created batch 
 until it is recorded as such, so a database error after a create is followed by recording it again,
 never by a second create. An intent left CREATING (the process died, or the create failed in a way
 that may hide a batch) is reconciled: the batch the API made for it is adopted — its results are
-checked to be ours before any is filed (``batch_poll``) — or, if there is none, the intent is dropped
-and its requests go again.
+checked to be ours before any is filed (``batch_poll``): each request is sent under a custom_id
+marked with this database, since job numbers repeat across databases — or, if there is none, the
+intent is dropped and its requests go again.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.records import BatchState, PreparedRequest
 from raybatch.errors import OutagePastBudget, PermanentError, SpendLimitReached
+from raybatch.ids import marked_custom_id
 from raybatch.metrics import Metrics
 from raybatch.models import BatchStatus
 from raybatch.state.port import BatchRecord, StateStore
@@ -55,10 +58,12 @@ class BatchCreator:
         intent_id = await self._io(self._state.record_batch_intent, custom_ids, size)
         intent = await self._io(self._state.get_batch, intent_id)
         known = await self._io(self._state.known_batch_ids)
+        database = await self._io(self._state.database_id)
+        sent = [_marked(r, database) for r in group]
         try:
             batch = await self._io(
                 self._batches.create_reconciled,
-                group,
+                sent,
                 created_after=intent.created_at,
                 known_ids=known,
                 budget=self._outage_budget,
@@ -98,3 +103,10 @@ class BatchCreator:
         raw = json.dumps(dict(batch.raw), default=str)
         await self._io(self._state.attach_batch, intent_id, batch.id, BatchStatus.IN_PROGRESS, raw)
         self._unattached.pop(intent_id, None)
+
+
+def _marked(request: PreparedRequest, database_id: str) -> PreparedRequest:
+    """The request as sent: its custom_id marked with this database (see ``marked_custom_id``)."""
+    sent = marked_custom_id(request.custom_id, database_id)
+    size = request.encoded_size + len(sent) - len(request.custom_id)
+    return replace(request, custom_id=sent, encoded_size=size)

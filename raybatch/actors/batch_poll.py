@@ -24,6 +24,7 @@ from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.poller import poll_once
 from raybatch.claude.records import BatchState, RequestResult
 from raybatch.errors import AuthenticationFailed, BatchFailed, PermanentError, TransientError, error_class
+from raybatch.ids import unmarked_custom_id
 from raybatch.metrics import Metrics
 from raybatch.models import BatchStatus, ResultType
 from raybatch.state.port import BatchRecord, StateStore
@@ -124,7 +125,8 @@ class BatchPolls:
         """Read an ended batch's results, file each by custom_id, then settle its jobs."""
         assert record.anthropic_id is not None
         expected = await self._io(self._state.batch_chunks, record.id)
-        results = await self._io(self._read_results, record.anthropic_id)
+        database = await self._io(self._state.database_id)
+        results = _ours(await self._io(self._read_results, record.anthropic_id), database)
         if past_deadline:  # canceled for taking too long: the reason goes with each request
             results = [_timed_out(result, self._deadline) for result in results]
         if _foreign(results, expected):
@@ -180,6 +182,16 @@ def _timed_out(result: RequestResult, deadline: float) -> RequestResult:
 
 def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _ours(results: Sequence[RequestResult], database_id: str) -> list[RequestResult]:
+    """Results under their chunks' custom_ids (this database's mark taken off); one marked by
+    another database keeps its id, which no chunk of ours has."""
+    own = []
+    for result in results:
+        chunk_id = unmarked_custom_id(result.custom_id, database_id)
+        own.append(result if chunk_id is None else replace(result, custom_id=chunk_id))
+    return own
 
 
 def _foreign(results: Sequence[RequestResult], expected: Sequence[str]) -> bool:

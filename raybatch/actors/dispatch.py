@@ -8,6 +8,7 @@ runs, alone. Jobs are taken in order: a large job is never starved by smaller on
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,12 +17,25 @@ import ray
 from ray.exceptions import RayError
 
 from raybatch.actors.writer import MB, WriteReport
-from raybatch.errors import RaybatchError, error_class
+from raybatch.errors import RaybatchError, TimeLimitExceeded, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import JobRecord, JobStatus, Lease
 from raybatch.state.port import StateStore
 
 log = logging.getLogger(__name__)
+
+
+def _restart_writer(writer: Any) -> None:
+    """Kill a writer actor so that Ray restarts it (its ``max_restarts`` allows it)."""
+    try:
+        ray.kill(writer, no_restart=False)
+    except (RayError, ValueError) as exc:
+        log.warning("could not restart a writer: %s", exc)
+
+
+def _ready_call(writer: Any) -> Any:
+    """A call that ends once the actor is up."""
+    return writer.__ray_ready__.remote()
 
 
 def admissible(in_flight_mb: float, size_mb: float, budget_mb: float, running: int) -> bool:
@@ -34,6 +48,7 @@ class _Running:
     writer: Any
     lease: Lease
     size_mb: float
+    started: float = 0.0  # monotonic
 
 
 class WriterPool:
@@ -51,8 +66,17 @@ class WriterPool:
         metrics: Metrics | None = None,
         wait: Callable[..., tuple[list[Any], list[Any]]] = ray.wait,
         get: Callable[[Any], Any] = ray.get,
+        timeout: float | None = None,
+        kill: Callable[[Any], None] | None = None,
+        probe: Callable[[Any], Any] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._idle = list(writers)
+        self._timeout = timeout  # WRITE_TIMEOUT: seconds one write may take
+        self._kill = kill or _restart_writer
+        self._probe = probe or _ready_call
+        self._restarting: dict[Any, Any] = {}  # a restarted writer → its readiness call, or None
+        self._monotonic = monotonic
         self._wait, self._get = wait, get
         self._state = state
         self._budget_mb = budget_mb
@@ -138,15 +162,15 @@ class WriterPool:
             self._state.fail_job(job.id, "write", "AttemptsExhausted", reason, lease=lease)
             return False
         writer = self._idle.pop(0)
-        self._running[writer.write.remote(lease)] = _Running(writer, lease, size_mb)
+        self._running[writer.write.remote(lease)] = _Running(writer, lease, size_mb, self._monotonic())
         return True
 
     def collect(self) -> list[WriteReport]:
         """The writes that ended since the last call; their writers are idle again."""
+        finished = self._expire()
         if not self._running:
-            return []
+            return finished
         done, _ = self._wait(list(self._running), num_returns=len(self._running), timeout=0)
-        finished = []
         for ref in done:
             running = self._running.pop(ref)
             self._idle.append(running.writer)
@@ -159,6 +183,60 @@ class WriterPool:
             finished.append(report)
             self.reports.append(report)
         return finished
+
+    def _rejoin(self) -> None:
+        """A restarted writer takes work again once it answers: a call sent while Ray restarts
+        it would fail, and cost its job a try."""
+        for writer, probe in list(self._restarting.items()):
+            if probe is None:
+                self._restarting[writer] = self._probe(writer)
+                continue
+            done, _ = self._wait([probe], num_returns=1, timeout=0)
+            if not done:
+                continue
+            try:
+                self._get(probe)
+            except RayError:  # not up yet: ask again
+                self._restarting[writer] = None
+                continue
+            del self._restarting[writer]
+            self._idle.append(writer)
+
+    def _expire(self) -> list[WriteReport]:
+        """Writes running past WRITE_TIMEOUT (a hung upload or slice): the writer is restarted (the
+        only way to stop a call in flight) and the job goes back to answered for another try, or
+        fails ``TimeLimitExceeded`` on its last one."""
+        self._rejoin()
+        if self._timeout is None:
+            return []
+        now = self._monotonic()
+        reports = []
+        for ref, running in list(self._running.items()):
+            if now - running.started <= self._timeout:
+                continue
+            del self._running[ref]
+            self._kill(running.writer)
+            self._restarting[running.writer] = None  # restarted by Ray
+            reports.append(self._time_out(running))
+            self.reports.append(reports[-1])
+        return reports
+
+    def _time_out(self, running: _Running) -> WriteReport:
+        lease, limit = running.lease, f"WRITE_TIMEOUT ({self._timeout:g} s)"
+        status = JobStatus.ANSWERED
+        try:
+            if lease.attempt >= self._max_attempts:
+                reason = f"writing ran past {limit} on each of {lease.attempt} tries"
+                self._state.fail_job(lease.job_id, "write", TimeLimitExceeded.__name__, reason, lease=lease)
+                status = JobStatus.FAILED
+            else:
+                reason = f"writing ran past {limit}; the writer was restarted and the job goes again"
+                self._state.transition(lease.job_id, [JobStatus.WRITING], JobStatus.ANSWERED)
+        except RaybatchError as exc:  # the database is away: the lease expires and frees the job
+            reason = f"writing ran past {limit}; could not record it: {exc}"
+        now = time.time()
+        error = f"{TimeLimitExceeded.__name__}: {reason}"
+        return WriteReport(lease.job_id, status, running.size_mb, now, now, 0, 0.0, error)
 
     def _release(self, lease: Lease) -> None:
         try:

@@ -25,7 +25,7 @@ from ray.exceptions import RayActorError
 
 from raybatch.actors.dispatch import WriterPool
 from raybatch.actors.scheduler import PrepareScheduler, ReadyJob
-from raybatch.errors import RaybatchError
+from raybatch.errors import AuthenticationFailed, RaybatchError
 from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease
 from raybatch.spend import parked_reason
 from raybatch.state.port import StateStore
@@ -376,6 +376,9 @@ class Driver:
             self._snapshot_ref = None
             self._reconnect(exc)
             return
+        if self._snapshot.stopped:  # e.g. the API key was rejected: no job can be sent any more
+            log.error("the run stops: %s", self._snapshot.stopped)
+            raise AuthenticationFailed(self._snapshot.stopped)
         if self._snapshot.offered_jobs == 0 and self._holding():
             # Restarted in place by Ray between two calls, it lost every offer without an error (or
             # it answered them all since this driver last looked: offering again is harmless).

@@ -8,6 +8,7 @@ about two batches ahead of submission. Resources bound what runs; these bound wh
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ import ray
 from ray.exceptions import RayError, RayTaskError
 
 from raybatch.actors.prepare import ChunkSummary
-from raybatch.errors import RaybatchError, TransientError, error_class
+from raybatch.errors import RaybatchError, TimeLimitExceeded, TransientError, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease
 from raybatch.reuse import outstanding_of
@@ -87,11 +88,15 @@ class PrepareScheduler:
         metrics: Metrics | None = None,
         wait: Callable[..., tuple[list[Any], list[Any]]] = ray.wait,
         get: Callable[[Any], Any] = ray.get,
+        timeout: float | None = None,
         cancel: Callable[[Any], None] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._state = state
         self._wait, self._get = wait, get
+        self._timeout = timeout  # PREPARE_TIMEOUT: seconds a task may take from its launch
         self._cancel = cancel or _cancel_task
+        self._monotonic = monotonic
         self._tasks = tasks
         self._worker_id = worker_id
         # A callable cap follows the cluster as the autoscaler adds or removes nodes.
@@ -103,6 +108,7 @@ class PrepareScheduler:
         self._jobs: dict[int, JobInPrep] = {}
         self._queue: deque[tuple[int, ChunkPlan]] = deque()
         self._in_flight: dict[Any, tuple[int, int, Any]] = {}
+        self._launched: dict[Any, float] = {}  # when each task in flight was launched
         self._measured: list[int] = []
         self._answered_already: list[ReadyJob] = []  # jobs found fully prepared when claimed
         self._from_store: set[Any] = set()
@@ -178,6 +184,7 @@ class PrepareScheduler:
         """Collect what finished, then launch what the bounds allow; jobs now fully prepared."""
         # Collecting first refills a finished task's slot in this tick rather than the next one;
         # the jobs it hands back are not offered yet, so their bytes count as backlog here.
+        self._expire()
         ready, self._answered_already = self._answered_already + self._collect(), []
         self._launch(backlog_bytes + sum(job.request_bytes for job in ready))
         return ready
@@ -217,6 +224,7 @@ class PrepareScheduler:
             self._from_store.add(stored[0])
         summary, payload = stored
         self._in_flight[summary] = (prep.job.id, plan.n, payload)
+        self._launched[summary] = self._monotonic()
 
     def _expected_bytes(self) -> int:
         """Bytes the tasks in flight will add to the backlog, by the sizes measured so far."""
@@ -235,6 +243,7 @@ class PrepareScheduler:
         complete: list[int] = []
         for ref in done:
             job_id, n, payload = self._in_flight.pop(ref)
+            self._launched.pop(ref, None)
             if job_id not in self._jobs:
                 continue  # the job failed or was dropped meanwhile
             try:
@@ -292,12 +301,45 @@ class PrepareScheduler:
         name, message = error_class(cause), failure_reason(cause)
         if isinstance(cause, TransientError):  # a database or storage blip: prepared again later
             log.warning("job %d: %s while preparing; it goes back to pending", job_id, message)
-            self._state.transition(job_id, [JobStatus.PREPARING], JobStatus.PENDING)
+            again = {"attempts": max(0, prep.lease.attempt - 1)}  # an outage costs the job no try
+            self._state.transition(job_id, [JobStatus.PREPARING], JobStatus.PENDING, **again)
             self._drop(job_id)
             return
         self._state.fail_job(job_id, "prepare", name, message, lease=prep.lease)
         log.warning("job %d (%s) failed while preparing: %s", job_id, prep.job.source_name, message)
         self._drop(job_id)
+
+    def _expire(self) -> None:
+        """Tasks running past PREPARE_TIMEOUT (a hung render or OCR) are canceled; their job goes
+        back to pending for another try, or fails ``TimeLimitExceeded`` on its last one."""
+        if self._timeout is None:
+            return
+        now = self._monotonic()
+        late = {self._in_flight[ref][0] for ref, at in self._launched.items() if now - at > self._timeout}
+        for job_id in late:
+            self._stop_tasks(job_id)
+            prep = self._jobs.get(job_id)
+            if prep is None:
+                continue
+            limit = f"PREPARE_TIMEOUT ({self._timeout:g} s)"
+            if prep.lease.attempt >= self._max_attempts:
+                reason = f"preparing ran past {limit} on each of {prep.lease.attempt} tries"
+                log.warning("job %d (%s) failed: %s", job_id, prep.job.source_name, reason)
+                self._state.fail_job(job_id, "prepare", TimeLimitExceeded.__name__, reason, lease=prep.lease)
+            else:
+                log.warning("job %d: preparing ran past %s; canceled, it goes back to pending", job_id, limit)
+                self._state.transition(job_id, [JobStatus.PREPARING], JobStatus.PENDING)
+            self._drop(job_id)
+
+    def _stop_tasks(self, job_id: int) -> None:
+        """Cancel the job's tasks in flight (and its source load) and stop waiting for them."""
+        for ref in [r for r, item in self._in_flight.items() if item[0] == job_id]:
+            del self._in_flight[ref]
+            self._launched.pop(ref, None)
+            self._cancel(ref)
+        prep = self._jobs.get(job_id)
+        if prep is not None and prep.source is not None:
+            self._cancel(prep.source)
 
     def _drop(self, job_id: int) -> None:
         """Stop preparing a job: its queued chunks go, its tasks under way are canceled and
@@ -306,6 +348,7 @@ class PrepareScheduler:
         self._queue = deque(item for item in self._queue if item[0] != job_id)
         for ref in [ref for ref, (owner, _, _) in self._in_flight.items() if owner == job_id]:
             del self._in_flight[ref]
+            self._launched.pop(ref, None)
             if ref in self._from_store:  # read from the store, not a task: nothing to cancel
                 self._from_store.discard(ref)
             else:
@@ -318,9 +361,14 @@ class PrepareScheduler:
 
 
 def _cancel_task(ref: Any) -> None:
-    """Cancel a Ray task by its result (a stand-in ref is left alone)."""
-    if isinstance(ref, ray.ObjectRef):
-        ray.cancel(ref)
+    """Stop a Ray task however far it got (a task stuck in native code ignores a polite cancel);
+    a stand-in ref is left alone."""
+    if not isinstance(ref, ray.ObjectRef):
+        return
+    try:
+        ray.cancel(ref, force=True)
+    except (RayError, TypeError, ValueError) as exc:  # already ended, or not a task's ref
+        log.debug("cancel: %s", exc)
 
 
 def failure_reason(exc: BaseException) -> str:

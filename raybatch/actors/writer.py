@@ -26,7 +26,7 @@ import pymupdf
 from raybatch.cancel import remove_outputs
 from raybatch.claude.answer import PROMPT_VERSION, ChunkAnswer
 from raybatch.cost import prices_for
-from raybatch.errors import LeaseLost, PermanentError, TransientError, error_class
+from raybatch.errors import LeaseLost, PermanentError, RaybatchError, TransientError, error_class
 from raybatch.ids import OutputKeys
 from raybatch.metrics import Metrics
 from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, JobStatus, Lease
@@ -123,9 +123,8 @@ class ResultWriter:
             if self._state.get_job(job.id).status is JobStatus.CANCELED:
                 remove_outputs(self._state, self._store, job.id)
                 status, error = JobStatus.CANCELED, "canceled while being written; its outputs removed"
-        except TransientError as exc:
-            self._state.transition(job.id, [JobStatus.WRITING], JobStatus.ANSWERED)
-            status, error, count = JobStatus.ANSWERED, f"{error_class(exc)}: {exc}", 0
+        except TransientError as exc:  # an outage past its budget: parked, the try not counted
+            status, error, count = self._park(job, lease), f"{error_class(exc)}: {exc}", 0
         except PermanentError as exc:
             self._state.fail_job(job.id, "write", error_class(exc), str(exc), lease=lease)
             status, error, count = JobStatus.FAILED, f"{error_class(exc)}: {exc}", 0
@@ -133,6 +132,15 @@ class ResultWriter:
         return WriteReport(
             job.id, status, job.size_bytes / MB, started, time.time(), count, _peak_rss_mb(), error
         )
+
+    def _park(self, job: JobRecord, lease: Lease) -> JobStatus:
+        """Back to answered, to be written again; the claim that failed for an outage is not counted."""
+        try:
+            again = {"attempts": max(0, lease.attempt - 1)}
+            self._state.transition(job.id, [JobStatus.WRITING], JobStatus.ANSWERED, **again)
+        except RaybatchError:  # the database is away too: the lease runs out and frees the job
+            return JobStatus.WRITING
+        return JobStatus.ANSWERED
 
     def _write(self, job: JobRecord, lease: Lease) -> int:
         chunks = self._state.get_chunks(job.id)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from builders import PreparedJob
+from pipeline_support import chunk_answers
 
 from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.emulator import EmulatorServer
@@ -108,5 +109,5 @@ def assert_ledger(
     for job_id, error_class in (failed or {}).items():
         job = state.get_job(job_id)
         assert (job.status, job.error_class) == (JobStatus.FAILED, error_class), job
-    paid_twice = {cid: n for cid, n in answers.items() if n > 1 and cid not in unusable}
+    paid_twice = {cid: n for cid, n in chunk_answers(answers).items() if n > 1 and cid not in unusable}
     assert not paid_twice, f"answers paid for more than once: {paid_twice}"

@@ -8,6 +8,7 @@ import pytest
 from builders import bundle_texts, prepared_job
 from emulator_process import emulator_process, paid_answers
 from fault_support import assert_ledger, coordinator, offer, run_until
+from pipeline_support import chunk_answers
 
 from raybatch.state import SqlStateStore
 
@@ -50,6 +51,6 @@ def test_every_fault_knob_at_once_ends_with_every_job_answered_and_nothing_paid_
 
     assert_ledger(state, answers, answered=[batch.job_id, urgent.job_id])
     every = {c.custom_id for job in (batch, urgent) for c in state.get_chunks(job.job_id)}
-    assert set(answers) == every
+    assert set(chunk_answers(answers)) == every
     retried = [c for c in state.get_chunks(batch.job_id) if c.attempts > 0]
     assert retried, "the seeded faults sent some requests again"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from pathlib import Path
 
 from builders import bundle_texts, prepared_job
 from fault_support import FlakyState, assert_ledger, claude, coordinator, offer, run_until
@@ -11,7 +12,8 @@ from fault_support import FlakyState, assert_ledger, claude, coordinator, offer,
 from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.models import JobStatus
-from raybatch.state import SqlStateStore
+from raybatch.settings import StateSettings
+from raybatch.state import SqlStateStore, open_state
 
 
 def test_preparing_a_job_again_keeps_its_chunks_in_a_live_batch(
@@ -108,3 +110,48 @@ def test_a_foreign_batch_found_for_a_lost_create_is_never_filed(
     assert foreign.id not in {c.batch_id for c in chunks}, "an answer of the foreign batch was filed"
     assert {c.attempts for c in chunks} == {0}, "its requests were not ours: no try is counted"
     assert_ledger(state, {}, answered=[job.job_id])
+
+
+def test_another_databases_batch_of_the_same_custom_ids_is_never_adopted(
+    emulator: EmulatorServer, state: SqlStateStore, tmp_path: Path
+) -> None:
+    """Job numbers repeat across databases: two databases on one workspace send job 1's chunks under
+    the same chunk custom_ids. A lost create of ours must not adopt the other database's batch."""
+    other = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'other.db'}"))
+    assert other.database_id() != state.database_id()
+    job = prepared_job(state, bundle_texts(0), name="ours")
+    theirs = prepared_job(other, bundle_texts(0), name="theirs")
+    assert {c.request.custom_id for c in job.chunks.values()} == {
+        c.request.custom_id for c in theirs.chunks.values()
+    }, "the same custom_ids in both databases"
+    ours = [c.request for c in sorted(job.chunks.values(), key=lambda c: c.request.n)]
+    state.record_batch_intent([r.custom_id for r in ours], 1)  # our create's response was lost ...
+
+    async def scenario() -> None:
+        neighbour = coordinator(emulator, other)  # ... and the other database made its batch
+        await offer(neighbour, theirs)
+        await neighbour.flush()
+        await neighbour.step()
+        await neighbour.stop()
+        coord = coordinator(emulator, state)
+        await offer(coord, job)
+        await coord.flush()
+        await run_until(coord, state, [job.job_id])
+        await coord.stop()
+
+    asyncio.run(scenario())
+    foreign = {b.anthropic_id for b in other.active_batches()} | set(other.known_batch_ids())
+    chunks = state.get_chunks(job.job_id)
+    assert foreign and not foreign & {c.batch_id for c in chunks}, "an answer of their batch was filed"
+    assert emulator.app.calls["create"] == 2, "ours was created once, after their batch was refused"
+
+
+def test_a_sent_custom_id_is_marked_with_its_database_and_stays_valid() -> None:
+    from raybatch.ids import CUSTOM_ID_PATTERN, marked_custom_id, unmarked_custom_id
+
+    ours, theirs = "3f2a9c01b7d4" + "0" * 20, "a1b2c3d4e5f6" + "0" * 20
+    sent = marked_custom_id("job_123456789_batch_9999", ours)
+    assert CUSTOM_ID_PATTERN.match(sent) and len(sent) <= 64
+    assert unmarked_custom_id(sent, ours) == "job_123456789_batch_9999"
+    assert unmarked_custom_id(marked_custom_id("job_1_batch_0", theirs), ours) is None
+    assert unmarked_custom_id("job_1_batch_0", ours) == "job_1_batch_0", "sent before marks existed"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,3 +69,13 @@ def warm_settings(
     open_state(settings.section(StateSettings)).close()
     copy_ocr_cache(Path(corpus.settings.raybatch_home) / "state.db", home / "state.db")
     return settings
+
+
+def chunk_answers(answers: Mapping[str, int]) -> dict[str, int]:
+    """Paid answers per chunk custom_id: a batch request's id carries its database's mark, taken off
+    here, so a chunk answered once in a batch and once by a sync call counts twice."""
+    counts: dict[str, int] = {}
+    for sent, n in answers.items():
+        chunk = re.sub(r"-[0-9a-f]{8,12}$", "", sent)
+        counts[chunk] = counts.get(chunk, 0) + n
+    return counts

@@ -11,6 +11,7 @@ from builders import bundle_texts, prepared_job
 
 from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+from raybatch.ids import marked_custom_id
 from raybatch.models import BatchStatus, ChunkStatus, JobStatus
 from raybatch.settings import ClaudeSettings, StateSettings
 from raybatch.state import SqlStateStore, open_state
@@ -105,12 +106,17 @@ def test_pause_holds_submissions_and_polls(emulator: EmulatorServer, state: SqlS
     assert state.list_jobs()[0].status is JobStatus.ANSWERED
 
 
+def sent_id(state: SqlStateStore, custom_id: str) -> str:
+    """The id the emulator sees for a chunk sent in a batch: marked with its database."""
+    return marked_custom_id(custom_id, state.database_id())
+
+
 def test_errored_and_expired_results_go_again_in_a_later_batch(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     async def scenario() -> list[int]:
         job = prepared_job(state, bundle_texts(0), name="flaky")
-        ids = sorted(c.request.custom_id for c in job.chunks.values())
+        ids = sorted(sent_id(state, c.request.custom_id) for c in job.chunks.values())
         emulator.faults.errored_ids = frozenset({ids[0]})
         emulator.faults.errored_type = "overloaded_error"
         emulator.faults.expired_ids = frozenset({ids[1]})
@@ -135,7 +141,7 @@ def test_an_invalid_request_fails_its_job_only(emulator: EmulatorServer, state: 
     async def scenario() -> tuple[int, int]:
         bad = prepared_job(state, bundle_texts(0), name="bad")
         good = prepared_job(state, bundle_texts(1), name="good")
-        emulator.faults.errored_ids = frozenset({bad.chunks[0].request.custom_id})
+        emulator.faults.errored_ids = frozenset({sent_id(state, bad.chunks[0].request.custom_id)})
         emulator.faults.errored_type = "invalid_request_error"
         coord = coordinator(emulator, state)
         await offer(coord, bad)
@@ -197,7 +203,8 @@ def test_a_dropped_create_response_is_adopted_not_duplicated(
 def test_malformed_answers_are_repaired_or_retried(emulator: EmulatorServer, state: SqlStateStore) -> None:
     async def scenario() -> int:
         job = prepared_job(state, bundle_texts(0), name="malformed")
-        emulator.faults.malformed_ids = frozenset(c.request.custom_id for c in job.chunks.values())
+        sent = frozenset(sent_id(state, c.request.custom_id) for c in job.chunks.values())
+        emulator.faults.malformed_ids = sent
         coord = coordinator(emulator, state)
         await offer(coord, job)
         await coord.flush()

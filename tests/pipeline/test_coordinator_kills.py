@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from pipeline_support import CorpusRun, corpus_subset, warm_settings
+from pipeline_support import CorpusRun, chunk_answers, corpus_subset, warm_settings
 from test_run_recovery import Background, assert_written_once, batch_in_flight, describe, state_of, wait_for
 
 from raybatch.claude.emulator import EmulatorServer
@@ -62,7 +62,8 @@ def kill_one(title: str) -> int:
 
 def assert_paid_once(emulator: EmulatorServer, unusable: frozenset[str] = frozenset()) -> None:
     """No chunk paid for twice, unless its first answer could not be used (lost with its process)."""
-    twice = {cid: n for cid, n in emulator.app.answers().items() if n > 1 and cid not in unusable}
+    paid = chunk_answers(emulator.app.answers())
+    twice = {cid: n for cid, n in paid.items() if n > 1 and cid not in unusable}
     assert not twice, f"answers paid for more than once: {twice}"
 
 

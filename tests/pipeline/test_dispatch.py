@@ -126,3 +126,50 @@ def test_an_oversize_job_waits_until_nothing_runs(state: SqlStateStore) -> None:
 )
 def test_admissible(in_flight: float, size: float, running: int, expected: bool) -> None:
     assert admissible(in_flight, size, 20, running) is expected
+
+
+def _only_readiness(refs: list[Any], num_returns: int, timeout: float) -> tuple[list[Any], list[Any]]:
+    return [r for r in refs if r == "up"], [r for r in refs if r != "up"]
+
+
+def test_a_write_past_its_time_limit_restarts_its_writer_and_goes_again_then_fails(
+    state: SqlStateStore,
+) -> None:
+    """A write that never ends (a hung upload) is stopped at WRITE_TIMEOUT: its writer is restarted,
+    the job is written again within its attempts and fails ``TimeLimitExceeded`` on its last one."""
+    log: list[tuple[str, int]] = []
+    writer, clock, killed = FakeWriter(log), [0.0], []
+    pool = WriterPool(
+        [writer],
+        state,
+        budget_mb=100,
+        worker_id="test",
+        lease_seconds=60,
+        max_attempts=2,
+        wait=_only_readiness,  # the writes never end; a restarted writer answers at once
+        get=lambda ref: None,
+        timeout=30.0,
+        kill=killed.append,
+        probe=lambda writer: "up",
+        monotonic=lambda: clock[0],
+    )
+    job = answered_job(state, 1, size_mb=1)
+    assert pool.admit(state.list_jobs([JobStatus.ANSWERED])) == [job]
+    clock[0] = 29.0
+    assert pool.collect() == [] and pool.holds(job), "within its limit a write runs on"
+    clock[0] = 31.0
+    [report] = pool.collect()
+    assert killed == [writer], "the hung writer is restarted"
+    assert report.status is JobStatus.ANSWERED and "WRITE_TIMEOUT (30 s)" in (report.error or "")
+    assert state.get_job(job).status is JobStatus.ANSWERED, "soft limit: it goes again"
+    assert pool.idle_count == 0, "no work for a writer Ray is restarting"
+    pool.collect()
+    pool.collect()
+    assert pool.idle_count == 1, "the restarted writer takes work again once it answers"
+    assert pool.admit(state.list_jobs([JobStatus.ANSWERED])) == [job]
+    clock[0] = 62.0
+    [report] = pool.collect()
+    failed = state.get_job(job)
+    assert report.status is JobStatus.FAILED and failed.status is JobStatus.FAILED
+    assert failed.error_class == "TimeLimitExceeded"
+    assert "WRITE_TIMEOUT (30 s)" in (failed.error_message or "")

@@ -185,3 +185,24 @@ def test_a_coordinator_that_dies_while_offers_are_made_again_is_fetched_again(st
     assert first.restarted
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
     assert jobs[0] in live.offered
+
+
+class RejectsTheKey(CoordinatorState):
+    """A coordinator whose API key was rejected: it says so in its snapshot, and answers nothing."""
+
+    def snapshot(self) -> Any:
+        from dataclasses import replace
+
+        reason = "Claude rejected the credentials; set ANTHROPIC_API_KEY and run again (401)"
+        return replace(super().snapshot(), stopped=reason)
+
+
+def test_rejected_credentials_end_the_run_at_once_with_the_reason(state: SqlStateStore) -> None:
+    from raybatch.errors import AuthenticationFailed
+
+    jobs = [pending_job(state, n) for n in range(3)]
+    coordinator = StandInCoordinator(RejectsTheKey(state, answer=False))
+    parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: coordinator)
+    driver = Driver(state, jobs, parts, sleep=Pauses([], limit=50))
+    with pytest.raises(AuthenticationFailed, match="ANTHROPIC_API_KEY"):
+        driver.run()  # without the stop, it would wait for answers until the pause limit

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anthropic
@@ -114,8 +115,21 @@ def test_killing_the_coordinator_mid_run(
     assert_written_once(settings, truth, emulator)
 
 
+def _some_job(*statuses: JobStatus) -> Callable[[SqlStateStore], bool]:
+    return lambda state: bool(state.list_jobs(list(statuses)))
+
+
+# Where the driver's process is killed: while preparing, while a batch runs, while writing.
+KILL_POINTS = {
+    "preparing": _some_job(JobStatus.PREPARING),
+    "batch in flight": batch_in_flight,
+    "writing": _some_job(JobStatus.ANSWERED, JobStatus.WRITING),
+}
+
+
+@pytest.mark.parametrize("point", list(KILL_POINTS))
 def test_killing_the_driver_and_running_again(
-    corpus_run: CorpusRun, emulator: EmulatorServer, tmp_path: Path
+    corpus_run: CorpusRun, emulator: EmulatorServer, tmp_path: Path, point: str
 ) -> None:
     emulator.config.processing_seconds = 4.0
     truth = corpus_subset(corpus_run, FILES, tmp_path / "in")
@@ -132,7 +146,7 @@ def test_killing_the_driver_and_running_again(
     command += ["--db", settings.database_url.get_secret_value(), "--store", settings.store]
     driver = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for(lambda: batch_in_flight(state_of(settings)), what="a batch in flight")
+        wait_for(lambda: KILL_POINTS[point](state_of(settings)), what=point)
     finally:
         driver.send_signal(signal.SIGKILL)
         driver.wait()

@@ -261,3 +261,46 @@ def test_answers_are_reused_exactly_when_the_key_matches(state: SqlStateStore) -
     _prepare_all(state, tasks, [first])
     assert tasks.launched[2:] == [(first, 0), (first, 1)]
     assert {c.status for c in state.get_chunks(first)} == {ChunkStatus.PREPARED}
+
+
+def test_a_prepare_task_past_its_time_limit_is_canceled_and_retried_then_fails(state: SqlStateStore) -> None:
+    """A task that never ends (a hung render) is canceled at PREPARE_TIMEOUT; the job is prepared
+    again within its attempts, and fails ``TimeLimitExceeded`` naming the limit on its last one."""
+    job, other = pending_job(state, 1, pages=16), pending_job(state, 2, pages=8)
+    tasks, clock, canceled = FakeTasks(), [0.0], []
+    sched = PrepareScheduler(
+        state,
+        tasks,
+        worker_id="t",
+        max_in_flight=8,
+        max_backlog_bytes=10**9,
+        lease_seconds=60,
+        max_attempts=2,
+        wait=tasks.wait,
+        get=tasks.get,
+        timeout=30.0,
+        cancel=canceled.append,
+        monotonic=lambda: clock[0],
+    )
+    sched.claim([job, other])
+    sched.tick(0)
+    tasks.done |= {ref for ref in sched._in_flight if ref[1] == other}  # the other job's task ends
+    assert [r.job_id for r in sched.tick(0)] == [other]
+    clock[0] = 29.0
+    sched.tick(0)
+    assert canceled == [] and sched.holds(job), "within its limit a task runs on"
+    clock[0] = 31.0
+    sched.tick(0)
+    assert len([r for r in canceled if r[0] == "summary"]) == 2, "both of the job's tasks are canceled"
+    assert ("source", job) in canceled, "and its source load"
+    assert not sched.holds(job)
+    assert state.get_job(job).status is JobStatus.PENDING, "soft limit: it goes again"
+    assert state.get_job(other).status is JobStatus.PREPARED, "the other job is not touched"
+    assert sched.claim([job]) == 1  # the next try (the driver claims it again)
+    sched.tick(0)
+    clock[0] = 62.0
+    sched.tick(0)
+    failed = state.get_job(job)
+    assert failed.status is JobStatus.FAILED, "hard limit: the last try fails the job"
+    assert failed.error_class == "TimeLimitExceeded"
+    assert "PREPARE_TIMEOUT (30 s)" in (failed.error_message or "")

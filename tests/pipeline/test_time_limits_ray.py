@@ -1,0 +1,131 @@
+"""Time limits on a local Ray: a prepare task and a writer call that never end are stopped for real
+(the task canceled, the writer actor restarted), and the work goes again."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from raybatch.actors.dispatch import WriterPool
+from raybatch.actors.scheduler import PrepareScheduler
+from raybatch.actors.writer import WriteReport
+from raybatch.ids import sha256_bytes
+from raybatch.models import JobRecord, JobStatus, Lease, SourceKind
+from raybatch.settings import StateSettings
+from raybatch.state import SqlStateStore, open_state
+from raybatch.steps.chunk import ChunkPlan
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def _hang() -> None:
+    time.sleep(3600)
+
+
+class SleepyTasks:
+    """Prepare tasks that sleep for an hour: a render that hangs."""
+
+    def __init__(self) -> None:
+        import ray
+
+        self._task = ray.remote(num_cpus=0.1, num_returns=2)(lambda: (_hang(), None))
+        self.refs: list[Any] = []
+
+    def load(self, job: JobRecord) -> Any:
+        return None
+
+    def stored(self, job: JobRecord, plan: ChunkPlan) -> None:
+        return None
+
+    def processing_key(self, job: JobRecord, n: int) -> str:
+        return "key"
+
+    def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
+        summary, payload = self._task.remote()
+        self.refs.append(summary)
+        return summary, payload
+
+
+class SleepyWriter:
+    """A writer whose first call hangs; after Ray restarts it, calls return at once."""
+
+    def __init__(self, flag: str) -> None:
+        self._flag = Path(flag)
+
+    def write(self, lease: Lease) -> WriteReport:
+        if not self._flag.exists():
+            self._flag.touch()
+            _hang()
+        return WriteReport(lease.job_id, JobStatus.COMPLETED, 0, 0, 0, 1, 0)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> SqlStateStore:
+    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+
+
+def _job(state: SqlStateStore, n: int, status: JobStatus) -> int:
+    job, _ = state.register_job(
+        sha256=sha256_bytes(str(n).encode()),
+        source_uri=f"file:///{n}",
+        source_name=f"{n}.pdf",
+        kind=SourceKind.PDF,
+        size_bytes=1000,
+    )
+    state.transition(job.id, [JobStatus.PENDING], status, pages=8)
+    return job.id
+
+
+def _until(check: Any, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def test_a_hung_prepare_task_and_a_hung_write_are_stopped(
+    ray_session: None, state: SqlStateStore, tmp_path: Path
+) -> None:
+    import ray
+    from ray import cloudpickle
+    from ray.exceptions import TaskCancelledError, WorkerCrashedError
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests
+
+    tasks = SleepyTasks()
+    sched = PrepareScheduler(
+        state, tasks, worker_id="t", max_in_flight=4, max_backlog_bytes=10**9,
+        lease_seconds=60, max_attempts=3, timeout=1.0,
+    )
+    job = _job(state, 1, JobStatus.PENDING)
+    sched.claim([job])
+    sched.tick(0)
+    _until(lambda: (sched.tick(0), not sched.holds(job))[1])
+    assert state.get_job(job).status is JobStatus.PENDING
+    with pytest.raises((TaskCancelledError, WorkerCrashedError)):
+        ray.get(tasks.refs[0], timeout=60)
+
+    actor = ray.remote(SleepyWriter).options(max_restarts=-1, max_task_retries=0, num_cpus=0)
+    writer = actor.remote(str(tmp_path / "hung-once"))
+    pool = WriterPool(
+        [writer], state, budget_mb=100, worker_id="t", lease_seconds=60, max_attempts=3, timeout=10.0
+    )
+    written = _job(state, 2, JobStatus.ANSWERED)
+    pool.admit(state.list_jobs([JobStatus.ANSWERED]))
+    _until(lambda: (reports := pool.collect()) and reports[0].status is JobStatus.ANSWERED)
+    assert state.get_job(written).status is JobStatus.ANSWERED
+    ended: list[WriteReport] = []
+
+    def written_again() -> bool:  # by the restarted actor, once it is up
+        pool.admit(state.list_jobs([JobStatus.ANSWERED]))
+        ended.extend(pool.collect())
+        return bool(ended)
+
+    _until(written_again)
+    assert ended[0].status is JobStatus.COMPLETED
+    assert state.get_job(written).attempts == 2, "the restart cost the job no extra try"
+    ray.kill(writer)
