@@ -41,7 +41,7 @@ from raybatch.errors import (
     error_class,
 )
 from raybatch.metrics import Metrics
-from raybatch.models import BatchStatus, ChunkStatus, JobStatus
+from raybatch.models import BatchStatus, ChunkStatus, JobStatus, Priority
 from raybatch.settings import ClaudeSettings, model_prices
 from raybatch.spend import SpendGate
 from raybatch.state.port import BatchRecord, StateStore
@@ -261,14 +261,15 @@ class BatchCoordinator:
     async def _submit_phase(self) -> bool:
         if self._monotonic() < self._parked_until:
             return False
-        offers = await self._ready_offers()
+        offers, sync_ids = await self._ready_offers()
         if offers and self._stopped is not None:
             await self._fail_jobs({o.job_id for o in offers}, AuthenticationFailed(self._stopped))
             return True
-        if not offers or not self._due(offers):
+        if offers and not self._due(offers):  # synchronous work never waits for a batch to fill
+            offers = [o for o in offers if o.job_id in sync_ids]
+        if not offers:
             return False
         requests = await self._requests_for(offers)
-        sync_ids = {o.job_id for o in offers if o.mode == "sync"}
         requests, held = await self._io(self._spend.admit, requests, sync_ids)
         if held and not requests:
             return False  # parked by the spend cap until it is raised
@@ -280,16 +281,20 @@ class BatchCoordinator:
         if batch:
             await self._submit_batches(batch)
         await self._settle({o.job_id for o in offers})
-        self._first_offer_at = self._monotonic() if self._offers else None
+        if batch or not self._offers:  # a synchronous send does not restart a batch's wait
+            self._first_offer_at = self._monotonic() if self._offers else None
         return True
 
-    async def _ready_offers(self) -> list[Offer]:
-        """Offered jobs the DB holds as prepared, oldest first, at most BATCH_SIZE of them."""
+    async def _ready_offers(self) -> tuple[list[Offer], set[int]]:
+        """Offered jobs the DB holds as prepared, urgent first, then oldest first, at most
+        BATCH_SIZE of them; and those to send synchronously (the DB's mode: a job made urgent
+        after it was offered goes synchronously)."""
         if not self._offers:
-            return []
+            return [], set()
         jobs = await self._io(self._state.list_jobs, [JobStatus.PREPARED])
-        ready = [self._offers[j.id] for j in sorted(jobs, key=lambda j: j.id) if j.id in self._offers]
-        return ready[: self._claude.batch_size]
+        first = sorted(jobs, key=lambda j: (j.priority is not Priority.URGENT, j.id))
+        jobs = [j for j in first if j.id in self._offers][: self._claude.batch_size]
+        return [self._offers[j.id] for j in jobs], {j.id for j in jobs if j.mode == "sync"}
 
     def _due(self, offers: Sequence[Offer]) -> bool:
         """Submit when a batch is full, BATCH_SIZE jobs wait, the driver flushes, or the wait is long."""
