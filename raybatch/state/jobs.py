@@ -258,6 +258,13 @@ class JobQueries(SqlBase):
         with self._read() as conn:
             return [job_record(row) for row in conn.execute(query)]
 
+    def jobs_from_source(self, uri: str) -> list[JobRecord]:
+        """Jobs whose source is ``uri`` or lies under it (a folder's or a prefix's files), by id."""
+        folder = uri.rstrip("/") + "/"
+        under = sa.or_(jobs.c.source_uri == uri, jobs.c.source_uri.startswith(folder, autoescape=True))
+        with self._read() as conn:
+            return [job_record(row) for row in conn.execute(sa.select(jobs).where(under).order_by(jobs.c.id))]
+
     def count_jobs(self, job_ids: Iterable[int] | None = None) -> dict[JobStatus, int]:
         """How many jobs (of ``job_ids``, or all) are in each status (every status, zero included)."""
         return dict(self.job_totals(job_ids).by_status)

@@ -128,6 +128,10 @@ class StateStore(Protocol):
         """Jobs in id order, optionally only those in ``statuses``; ``limit`` of them past ``after_id``."""
         ...
 
+    def jobs_from_source(self, uri: str) -> list[JobRecord]:
+        """Jobs whose source is ``uri`` or lies under it (a folder's or a prefix's files), by id."""
+        ...
+
     def count_jobs(self, job_ids: Iterable[int] | None = None) -> dict[JobStatus, int]:
         """How many jobs (of ``job_ids``, or all) are in each status (every status, zero included)."""
         ...
