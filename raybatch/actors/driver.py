@@ -39,6 +39,7 @@ SNAPSHOT_SECONDS = 0.25  # how often the coordinator's backlog is asked for
 FLUSH_SECONDS = 5.0  # the flush flag is sent again this often (a restarted coordinator lost it)
 PROGRESS_SECONDS = 0.2
 URGENT_POLL_SECONDS = 0.25  # how often urgent pending jobs are looked for in the database
+URGENT_LOOKAHEAD = 100  # urgent jobs of other runs passed over when looking for this run's
 
 
 @dataclass(frozen=True)
@@ -256,19 +257,21 @@ class Driver:
                     self._see(job.id, job.status)
 
     def _urgent_pending(self, limit: int) -> set[int]:
-        """Urgent jobs waiting to be prepared, asked for a few times a second: this run's (made
-        urgent since) and those another process registered on the database, which join the run."""
+        """This run's urgent jobs waiting to be prepared (made urgent since the run began), asked
+        for a few times a second. Another process's urgent jobs are its own driver's: a prepared
+        job is taken back by a driver that did not offer it, so two drivers never share one."""
         now = self._monotonic()
         if now - self._asked_urgent < URGENT_POLL_SECONDS:
             return set()
         self._asked_urgent = now
         found = self._state.claimable_jobs(
-            [JobStatus.PENDING], JobStatus.PREPARING, limit=limit, priority=Priority.URGENT
+            [JobStatus.PENDING], JobStatus.PREPARING, limit=limit + URGENT_LOOKAHEAD, priority=Priority.URGENT
         )
-        self.add(found)
-        for job in found:
+        mine = [job for job in found if job.id in self._seen][:limit]
+        self.add(mine)  # notes them as urgent
+        for job in mine:
             self._see(job.id, job.status)
-        return {job.id for job in found}
+        return {job.id for job in mine}
 
     def _holds(self, job_id: int) -> bool:
         """A job this driver is preparing or writing: it learns that job's changes first-hand."""

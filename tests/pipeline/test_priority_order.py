@@ -60,7 +60,7 @@ def test_urgent_chunks_are_prepared_ahead_of_queued_normal_ones(state: SqlStateS
     assert tasks.launched == [(normal[0], 0), (urgent, 0), (urgent, 1)]
 
 
-def test_the_driver_claims_urgent_jobs_first_and_takes_up_those_of_other_processes(
+def test_the_driver_claims_jobs_made_urgent_first_and_leaves_other_runs_urgent_jobs(
     state: SqlStateStore,
 ) -> None:
     backlog = [pending_job(state, n) for n in range(8)]
@@ -70,12 +70,13 @@ def test_the_driver_claims_urgent_jobs_first_and_takes_up_those_of_other_process
     parts = driver_parts(state, tasks, [StandInWriter(state, log)], lambda: live)
     clock = [0.0]
     arrived: dict[int, set[int]] = {}
+    foreign: list[int] = []
 
     def wait(refs: list[Any], timeout: float) -> None:
         clock[0] += 1.0
         if clock[0] == 2.0:  # while the backlog runs: one of its jobs is made urgent, another arrives
             normal = {j.id for j in state.list_jobs([JobStatus.PENDING])} - {backlog[-1]}
-            arrived[urgent_job(state, 99)] = normal
+            foreign.append(urgent_job(state, 99))  # another run's: its own driver prepares it
             state.set_priority([backlog[-1]], Priority.URGENT)
             arrived[backlog[-1]] = normal
         for ref in tasks.refs[:1]:
@@ -86,7 +87,9 @@ def test_the_driver_claims_urgent_jobs_first_and_takes_up_those_of_other_process
     driver = Driver(state, backlog, parts, claim_window=2, sleep=lambda s: None, monotonic=lambda: clock[0])
     ended = driver.run()
 
-    assert len(ended) == 9 and {j.status for j in ended} == {JobStatus.COMPLETED}
+    assert len(ended) == 8 and {j.status for j in ended} == {JobStatus.COMPLETED}
+    assert state.get_job(foreign[0]).status is JobStatus.PENDING
+    assert arrived and foreign[0] not in [job for job, _ in tasks.launched]
     order = [job for job, _ in tasks.launched]
     for urgent, pending in arrived.items():
         assert pending and all(order.index(urgent) < order.index(j) for j in pending)
