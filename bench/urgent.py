@@ -79,13 +79,34 @@ def bench_settings(home: Path, emulator: EmulatorServer) -> Settings:
     return in_folder(settings.model_copy(update={"ray_address": None}), home)  # a local Ray of our own
 
 
-def time_to_documents(settings: Settings, bundle: Path) -> tuple[float, RunReport]:
-    """Seconds from handing the bundle over until its job is written."""
+def time_to_documents(settings: Settings, bundle: Path) -> tuple[float, RunReport, dict[str, float]]:
+    """Seconds from handing the bundle over until its job is written, and when (seconds from the
+    same start) the job was first seen in each status."""
     started = time.time()
-    report = submit(settings, [str(bundle)], urgent=True)
+    seen: dict[str, float] = {}
+    done = threading.Event()
+    watcher = threading.Thread(target=watch, args=(settings, bundle.name, started, seen, done), daemon=True)
+    watcher.start()
+    try:
+        report = submit(settings, [str(bundle)], urgent=True)
+    finally:
+        done.set()
+        watcher.join()
     [job] = report.jobs
     assert job.status is JobStatus.COMPLETED and job.updated_at is not None, job
-    return job.updated_at.timestamp() - started, report
+    return job.updated_at.timestamp() - started, report, seen
+
+
+def watch(
+    settings: Settings, name: str, started: float, seen: dict[str, float], done: threading.Event
+) -> None:
+    """Note when the job of ``name`` is first seen in each status (every 0.1 s)."""
+    state = open_state(settings.section(StateSettings))
+    while not done.wait(0.1):
+        for job in state.list_jobs([s for s in JobStatus if not s.terminal]):
+            if job.source_name == name:
+                seen.setdefault(job.status.value, round(time.time() - started, 2))
+    state.close()
 
 
 def alone(settings: Settings, bundle: Path, warm: Path) -> float:
@@ -98,8 +119,9 @@ def alone(settings: Settings, bundle: Path, warm: Path) -> float:
     coordinator = get_coordinator(settings)
     ray.get(coordinator.snapshot.remote())
     run(settings, [str(warm)])
-    seconds, _ = time_to_documents(settings, bundle)
+    seconds, _, phases = time_to_documents(settings, bundle)
     ray.kill(coordinator)
+    print(f"alone: first seen {phases}", flush=True)
     return seconds
 
 
@@ -122,7 +144,8 @@ def during(settings: Settings, folder: Path, files: int, bundle: Path) -> dict[s
             assert thread.is_alive(), "the backlog ended before the bundle could be handed over"
             time.sleep(0.05)
         pending = {j.id for j in state.list_jobs([JobStatus.PENDING])}
-        seconds, report = time_to_documents(settings, bundle)
+        seconds, report, phases = time_to_documents(settings, bundle)
+        print(f"during the backlog: first seen {phases}", flush=True)
     finally:
         thread.join()
     [urgent] = report.jobs

@@ -128,6 +128,8 @@ class BatchCoordinator:
             state, self._batches, io=self._io, outage_budget=claude.outage_budget, metrics=self._metrics
         )
         self._loop_task: asyncio.Task[None] | None = None
+        self._submitting = asyncio.Lock()  # one submit phase at a time: nothing is sent twice
+        self._sync_passes: set[asyncio.Task[None]] = set()
         self._recovered = False
         self._next_sweep = 0.0
         self._delays = poll_backoff(claude.poll_interval).delays()
@@ -139,6 +141,8 @@ class BatchCoordinator:
         if self._first_offer_at is None:
             self._first_offer_at = self._monotonic()
         self._ensure_running()
+        if mode == "sync":
+            self._send_sync_now()
 
     async def forget(self, job_ids: Sequence[int]) -> None:
         """Drop payloads of jobs that no longer need them (answered, failed, canceled)."""
@@ -174,6 +178,7 @@ class BatchCoordinator:
         if self._loop_task is not None:
             self._loop_task.cancel()
             await asyncio.gather(self._loop_task, return_exceptions=True)
+        await asyncio.gather(*self._sync_passes, return_exceptions=True)
         await asyncio.gather(*self._sync.tasks, return_exceptions=True)
         self._pool.shutdown(wait=False)
 
@@ -258,14 +263,34 @@ class BatchCoordinator:
             await self._settle(set(unsettled))
 
     # --- submit phase ---------------------------------------------------------------------
-    async def _submit_phase(self) -> bool:
+    def _send_sync_now(self) -> None:
+        """Send synchronous work as soon as it is offered, not at the loop's next pass (which may
+        be busy polling and filing a backlog's batches)."""
+        if not self._autostart or not self._recovered:
+            return
+        task = asyncio.get_running_loop().create_task(self._sync_pass(), name="sync-pass")
+        self._sync_passes.add(task)
+        task.add_done_callback(self._sync_passes.discard)
+
+    async def _sync_pass(self) -> None:
+        try:
+            if not await self._io(self._state.is_paused):
+                await self._submit_phase(sync_only=True)
+        except Exception:  # the loop's next pass sends it
+            log.exception("sending synchronous work failed; the next pass tries again")
+
+    async def _submit_phase(self, *, sync_only: bool = False) -> bool:
+        async with self._submitting:
+            return await self._submit(sync_only)
+
+    async def _submit(self, sync_only: bool) -> bool:
         if self._monotonic() < self._parked_until:
             return False
         offers, sync_ids = await self._ready_offers()
         if offers and self._stopped is not None:
             await self._fail_jobs({o.job_id for o in offers}, AuthenticationFailed(self._stopped))
             return True
-        if offers and not self._due(offers):  # synchronous work never waits for a batch to fill
+        if offers and (sync_only or not self._due(offers)):  # synchronous work never waits for a batch
             offers = [o for o in offers if o.job_id in sync_ids]
         if not offers:
             return False

@@ -140,3 +140,36 @@ def test_the_coordinator_sends_urgent_jobs_at_once_and_batches_wait_to_fill(stat
         assert emulator.app.calls.get("create", 0) == 0  # the normal jobs still wait for their batch
         assert {state.get_job(j.job_id).status for j in normal} == {JobStatus.PREPARED}
 
+
+
+def test_synchronous_work_is_sent_while_the_loop_is_busy_polling(state: SqlStateStore) -> None:
+    with EmulatorServer(EmulatorConfig(processing_seconds=0)) as emulator:
+        values = {"anthropic_base_url": emulator.base_url, "anthropic_api_key": "test-key"}
+        coord = BatchCoordinator(ClaudeSettings.model_validate({**values, "poll_interval": 0.05}), state)
+        first = prepared_job(state, bundle_texts(0), name="first", mode="sync")
+        urgent = prepared_job(state, bundle_texts(1), name="urgent", mode="sync")
+
+        async def scenario() -> bool:
+            release, polling = asyncio.Event(), asyncio.Event()
+            polls = coord._polls.poll
+
+            async def busy_poll() -> bool:  # a backlog's results being filed: the pass is held here
+                polling.set()
+                await release.wait()
+                return await polls()
+
+            coord._polls.poll = busy_poll  # type: ignore[method-assign]
+            await coord.offer(first.job_id, first.chunks, "sync", first.request_bytes)
+            await asyncio.wait_for(polling.wait(), 30)  # the loop recovered, sent it, and is polling
+            await coord.offer(urgent.job_id, urgent.chunks, "sync", urgent.request_bytes)
+            for _ in range(500):
+                if state.get_job(urgent.job_id).status is JobStatus.ANSWERED:
+                    break
+                await asyncio.sleep(0.02)
+            answered = state.get_job(urgent.job_id).status is JobStatus.ANSWERED
+            sent_while_busy = answered and not release.is_set()
+            release.set()
+            await coord.stop()
+            return sent_while_busy
+
+        assert asyncio.run(scenario())
