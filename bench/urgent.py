@@ -109,7 +109,7 @@ def watch(
     state.close()
 
 
-def alone(settings: Settings, bundle: Path, warm: Path) -> float:
+def alone(settings: Settings, bundle: Path, warm: Path) -> tuple[float, dict[str, float]]:
     """The bundle on a database of its own, after a warm-up run there, its coordinator kept up (as
     the backlog keeps it up in the other case: its start is not what is measured)."""
     import ray
@@ -121,8 +121,7 @@ def alone(settings: Settings, bundle: Path, warm: Path) -> float:
     run(settings, [str(warm)])
     seconds, _, phases = time_to_documents(settings, bundle)
     ray.kill(coordinator)
-    print(f"alone: first seen {phases}", flush=True)
-    return seconds
+    return seconds, phases
 
 
 def backlog_is_running(state: SqlStateStore, files: int) -> bool:
@@ -145,7 +144,7 @@ def during(settings: Settings, folder: Path, files: int, bundle: Path) -> dict[s
             time.sleep(0.05)
         pending = {j.id for j in state.list_jobs([JobStatus.PENDING])}
         seconds, report, phases = time_to_documents(settings, bundle)
-        print(f"during the backlog: first seen {phases}", flush=True)
+
     finally:
         thread.join()
     [urgent] = report.jobs
@@ -160,10 +159,13 @@ def during(settings: Settings, folder: Path, files: int, bundle: Path) -> dict[s
         "written_first": all(ended[urgent.id] < ended[j] for j in pending),
         "sync_only": modes == {"sync"},
         "backlog_ok": reports["backlog"].ok,
+        "phases": phases,
     }
 
 
-def figures(args: argparse.Namespace, files: int, alone_s: float, seen: dict[str, Any]) -> dict[str, Any]:
+def figures(
+    args: argparse.Namespace, files: int, alone_s: float, seen: dict[str, Any], alone_phases: dict[str, float]
+) -> dict[str, Any]:
     ratio = seen["seconds"] / alone_s if alone_s > 0 else float("inf")
     return {
         "backlog_files": files,
@@ -180,6 +182,9 @@ def figures(args: argparse.Namespace, files: int, alone_s: float, seen: dict[str
         "urgent_sent_sync_only": seen["sync_only"],
         "answered_twice": seen.get("answered_twice", 0),
         "backlog_ok": seen["backlog_ok"],
+        # when the bundle's job was first seen in each status, seconds from the hand-over
+        "alone_phases": alone_phases,
+        "during_phases": seen.get("phases", {}),
     }
 
 
@@ -196,6 +201,7 @@ def report(result: dict[str, Any], say: Any = print) -> None:
         f"written after it: {r['written_before_pending_backlog']}; backlog done in {r['backlog_s']:.1f} s; "
         f"bundle sent synchronously only: {r['urgent_sent_sync_only']}; answered twice: {r['answered_twice']}"
     )
+    say(f"first seen in each status (s): alone {r['alone_phases']}; during {r['during_phases']}")
     import json
 
     say(json.dumps(result))
@@ -220,13 +226,13 @@ def main(argv: list[str] | None = None) -> int:
         folder, bundle, warm = write_inputs(home, files, args.bundle_pages)
         connect(bench_settings(home / "alone", first), dashboard=False)
         try:
-            alone_s = alone(bench_settings(home / "alone", first), bundle, warm)
+            alone_s, alone_phases = alone(bench_settings(home / "alone", first), bundle, warm)
             print(f"alone: {alone_s:.2f} s", flush=True)
             seen = during(bench_settings(home / "during", second), folder, files, bundle)
         finally:
             ray.shutdown()
         seen["answered_twice"] = sum(1 for count in second.app.answers().values() if count > 1)
-    result = figures(args, files, alone_s, seen)
+    result = figures(args, files, alone_s, seen, alone_phases)
     report(result)
     return 0 if result["backlog_ok"] and result["urgent_sent_sync_only"] else 1
 

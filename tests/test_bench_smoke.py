@@ -98,8 +98,9 @@ def test_urgent_json_line_compares_the_bundle_during_a_backlog_with_it_alone(tmp
         "sync_only": True, "backlog_ok": True, "answered_twice": 0,
     }  # fmt: skip
     lines: list[str] = []
-    urgent.report(urgent.figures(args, 30, 2.0, seen), say=lines.append)
+    urgent.report(urgent.figures(args, 30, 2.0, seen, {"answered": 1.0}), say=lines.append)
     result = json.loads(lines[-1])
     assert (result["ratio"], result["within_goal"], result["goal_ratio"]) == (1.5, True, 2.0)
     assert result["urgent_alone_s"] == 2.0 and result["urgent_during_backlog_s"] == 3.0
-    assert len(lines) == 3
+    assert result["alone_phases"] == {"answered": 1.0}
+    assert len(lines) == 4
