@@ -280,24 +280,29 @@ class BatchCoordinator:
             log.exception("sending synchronous work failed; the next pass tries again")
 
     async def _submit_phase(self, *, sync_only: bool = False) -> bool:
+        # Jobs are settled after the lock is let go: a synchronous pass waits only for the sending.
         async with self._submitting:
-            return await self._submit(sync_only)
+            sent = await self._submit(sync_only)
+        if sent:
+            await self._settle(sent)
+        return sent is not None
 
-    async def _submit(self, sync_only: bool) -> bool:
+    async def _submit(self, sync_only: bool) -> set[int] | None:
+        """Send what is due; the jobs to settle now (None: nothing was done)."""
         if self._monotonic() < self._parked_until:
-            return False
+            return None
         offers, sync_ids = await self._ready_offers()
         if offers and self._stopped is not None:
             await self._fail_jobs({o.job_id for o in offers}, AuthenticationFailed(self._stopped))
-            return True
+            return set()
         if offers and (sync_only or not self._due(offers)):  # synchronous work never waits for a batch
             offers = [o for o in offers if o.job_id in sync_ids]
         if not offers:
-            return False
+            return None
         requests = await self._requests_for(offers)
         requests, held = await self._io(self._spend.admit, requests, sync_ids)
         if held and not requests:
-            return False  # parked by the spend cap until it is raised
+            return None  # parked by the spend cap until it is raised
         sync = [r for r in requests if r.job_id in sync_ids]
         batch = [r for r in requests if r.job_id not in sync_ids]
         if sync:
@@ -305,10 +310,9 @@ class BatchCoordinator:
             self._metrics.sync_sent(len(sync))
         if batch:
             await self._submit_batches(batch)
-        await self._settle({o.job_id for o in offers})
         if batch or not self._offers:  # a synchronous send does not restart a batch's wait
             self._first_offer_at = self._monotonic() if self._offers else None
-        return True
+        return {o.job_id for o in offers}
 
     async def _ready_offers(self) -> tuple[list[Offer], set[int]]:
         """Offered jobs the DB holds as prepared, urgent first, then oldest first, at most
