@@ -142,7 +142,7 @@ def _intake(
     budget's registration share; its units go back once every file is registered."""
     return SourceIntake(
         files,
-        RayInspector(settings),
+        RayInspector(settings, urgent=registrar.priority is Priority.URGENT),
         registrar,
         in_flight=budget.register_cap,
         ready=_ready,
