@@ -1,4 +1,5 @@
-"""``raybatch``: run, estimate, demo, status, pause, resume, cancel, eval, samples, emulator, workload.
+"""``raybatch``: run, estimate, demo, status, pause, resume, cancel, urgent, eval, samples, emulator,
+workload.
 
 Thin: parse arguments, build the settings once, configure logging, call the library.
 """
@@ -98,6 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         as_json=args.json,
         progress=not args.quiet,
         dashboard=not args.no_dashboard,
+        urgent=args.urgent,
     )
 
 
@@ -148,6 +150,12 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     from raybatch.commands import cancel_jobs
 
     return cancel_jobs(settings_from(args), args.jobs, every_live=args.all, source=args.source)
+
+
+def cmd_urgent(args: argparse.Namespace) -> int:
+    from raybatch.commands import urgent_jobs
+
+    return urgent_jobs(settings_from(args), args.jobs, source=args.source, pull=args.pull)
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
@@ -243,6 +251,12 @@ def _parser() -> argparse.ArgumentParser:
     cancel.add_argument("--source", metavar="URI", help="the live jobs of a folder, file or s3:// prefix")
     _location_flags(cancel)
     cancel.set_defaults(handler=cmd_cancel)
+    urgent = sub.add_parser("urgent", help="make registered jobs urgent: sent synchronously, first")
+    urgent.add_argument("jobs", type=int, nargs="*", help="job ids")
+    urgent.add_argument("--source", help="every job registered from this file, folder or s3:// prefix")
+    urgent.add_argument("--pull", action="store_true", help="take jobs out of live batches if the API can")
+    _location_flags(urgent)
+    urgent.set_defaults(handler=cmd_urgent)
     retry = sub.add_parser("retry", help="take failed jobs up again (their answers are kept)")
     retry.add_argument("jobs", type=int, nargs="*", help="job ids")
     retry.add_argument("--failed", action="store_true", help="every failed job")
@@ -282,6 +296,7 @@ def _run_parser(sub: Any) -> None:
     run = sub.add_parser("run", help="process every PDF or image under SOURCE")
     _run_flags(run)
     run.add_argument("--force", action="store_true", help="new jobs even for files seen before")
+    run.add_argument("--urgent", action="store_true", help="every file is urgent: sent synchronously, first")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.add_argument("--dry-run", action="store_true", help="estimate instead: prepare, count, send nothing")
     run.set_defaults(handler=cmd_run)

@@ -31,9 +31,10 @@ def run_source(
     as_json: bool = False,
     progress: bool = True,
     dashboard: bool = True,
+    urgent: bool = False,
 ) -> int:
     """Process a source; non-zero exit when any job failed, with the failures listed."""
-    report = _run(settings, source, force=force, progress=progress, dashboard=dashboard)
+    report = _run(settings, source, force=force, progress=progress, dashboard=dashboard, urgent=urgent)
     state = open_state(settings.section(StateSettings))
     summary = status_summary(state, model_prices(settings), [j.id for j in report.jobs])
     if as_json:
@@ -166,6 +167,25 @@ def _source_uri(source: str) -> str:
     return Path(source).resolve().as_uri()
 
 
+def urgent_jobs(
+    settings: Settings, job_ids: Sequence[int], *, source: str | None = None, pull: bool = False
+) -> int:
+    """Registered jobs become urgent where that can still change anything; says what each did."""
+    from raybatch.priority import jobs_named, make_urgent
+
+    state = open_state(settings.section(StateSettings))
+    chosen = jobs_named(state, job_ids, source)
+    if not chosen:
+        print(f"no jobs registered from {source}" if source else "name job ids, or --source URI")
+        return 1 if source else 2
+    outcomes = make_urgent(state, chosen, pull=pull)
+    for outcome in outcomes:
+        print(f"job {outcome.job_id}: {outcome.message}")
+    for job_id in sorted(set(chosen) - {o.job_id for o in outcomes}):
+        print(f"job {job_id}: no such job")
+    return 0 if len(outcomes) == len(set(chosen)) else 1
+
+
 def retry_jobs(settings: Settings, job_ids: Sequence[int], *, every_failed: bool = False) -> int:
     """Failed jobs go back to pending: the next run of their source redoes only what failed."""
     state = open_state(settings.section(StateSettings))
@@ -227,7 +247,13 @@ def run_eval(settings: Settings, truth: Mapping[str, Any], *, as_json: bool = Fa
 
 
 def _run(
-    settings: Settings, source: str | Sequence[str], *, force: bool, progress: bool, dashboard: bool
+    settings: Settings,
+    source: str | Sequence[str],
+    *,
+    force: bool,
+    progress: bool,
+    dashboard: bool,
+    urgent: bool = False,
 ) -> RunReport:
     with out.ProgressBars(enabled=progress) as bars:
         report = run(
@@ -237,6 +263,7 @@ def _run(
             on_progress=bars.update,
             notice=out.errors.print,
             dashboard=dashboard,
+            urgent=urgent,
         )
     return report
 

@@ -34,7 +34,8 @@ def log_through_rich(level: int) -> None:
 
 
 class ProgressBars:
-    """Two bars (jobs ended, pages prepared) and a status line, redrawn on every tick."""
+    """Bars (jobs ended, pages prepared) and a status line, redrawn on every tick; once a run has
+    urgent jobs, they get a bar of their own and the jobs bar counts the normal ones."""
 
     def __init__(self, enabled: bool = True) -> None:
         self._bars = Progress(
@@ -49,6 +50,7 @@ class ProgressBars:
         )
         self._jobs = self._bars.add_task("jobs", total=None, detail="")
         self._pages = self._bars.add_task("pages", total=None, detail="")
+        self._urgent = self._bars.add_task("urgent", total=None, detail="", visible=False)
 
     def __enter__(self) -> ProgressBars:
         self._bars.start()
@@ -62,7 +64,14 @@ class ProgressBars:
         stages = ", ".join(f"{name} {count}" for name, count in sorted(progress.by_status.items()))
         paused = " [paused]" if progress.paused else ""
         paused += f" [parked: {progress.parked}]" if progress.parked else ""
-        self._bars.update(self._jobs, total=progress.total, completed=progress.done, detail=stages + paused)
+        normal_total = progress.total - progress.urgent_total
+        normal_done = progress.done - progress.urgent_done
+        if progress.urgent_total:
+            self._bars.update(
+                self._urgent, total=progress.urgent_total, completed=progress.urgent_done, visible=True
+            )
+            self._bars.update(self._jobs, description="normal")
+        self._bars.update(self._jobs, total=normal_total, completed=normal_done, detail=stages + paused)
         detail = (
             f"batches {progress.active_batches}, writers {progress.writer_mb:.0f} MB, "
             f"docs {progress.documents}"
@@ -77,8 +86,12 @@ def status_table(summary: Mapping[str, Any]) -> Table:
     table = Table(title="raybatch status", show_header=True)
     table.add_column("status")
     table.add_column("jobs", justify="right")
+    table.add_column("urgent", justify="right")
+    table.add_column("normal", justify="right")
+    by_priority = summary.get("by_priority", {})
     for status, count in summary["by_status"].items():
-        table.add_row(status, str(count))
+        split = [str(by_priority.get(p, {}).get(status, 0)) for p in ("urgent", "normal")]
+        table.add_row(status, str(count), *split)
     table.add_section()
     for name in ("jobs", "pages", "documents", "active_batches", "input_tokens", "output_tokens"):
         table.add_row(name.replace("_", " "), f"{summary[name]:,}")

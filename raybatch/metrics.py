@@ -1,7 +1,8 @@
 """Ray metrics for the dashboard (Prometheus names ``ray_raybatch_*``); no-ops outside a Ray worker.
 
-Pages prepared, requests and batches, MB in flight in the writers, tokens and estimated cost, and
-the workload budget: its capacity, the units each holder has, the concurrency a run chose.
+Pages prepared, requests and batches, MB in flight in the writers, tokens and estimated cost, jobs
+ended and documents written by priority (urgent or normal), and the workload budget: its capacity,
+the units each holder has, the concurrency a run chose.
 """
 
 from __future__ import annotations
@@ -75,11 +76,11 @@ class Metrics:
     def writer_mb_in_flight(self, megabytes: float) -> None:
         self._set("writer_mb_in_flight", megabytes)
 
-    def documents_written(self, count: int) -> None:
-        self._inc("documents_written", count)
+    def documents_written(self, count: int, priority: str = "normal") -> None:
+        self._inc("documents_written", count, {"priority": priority})
 
-    def job_finished(self, status: str) -> None:
-        self._inc("jobs_finished", 1, {"status": status})
+    def job_finished(self, status: str, priority: str = "normal") -> None:
+        self._inc("jobs_finished", 1, {"status": status, "priority": priority})
 
     def workload_units(self, capacity: int, units_by_holder: dict[str, float]) -> None:
         self._set("workload_capacity", capacity)
@@ -118,8 +119,12 @@ def _make(metrics: Any) -> dict[str, Any]:
         "writer_mb_in_flight": gauge(
             "raybatch_writer_mb_in_flight", description="source MB held by the result writers"
         ),
-        "documents_written": counter("raybatch_documents_written", description="documents written"),
-        "jobs_finished": counter("raybatch_jobs_finished", description="jobs ended", tag_keys=("status",)),
+        "documents_written": counter(
+            "raybatch_documents_written", description="documents written", tag_keys=("priority",)
+        ),
+        "jobs_finished": counter(
+            "raybatch_jobs_finished", description="jobs ended", tag_keys=("status", "priority")
+        ),
         "workload_capacity": gauge("raybatch_workload_capacity", description="units in the workload budget"),
         "workload_units": gauge(
             "raybatch_workload_units", description="workload units held", tag_keys=("holder",)

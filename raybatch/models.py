@@ -5,11 +5,14 @@ Pages are numbered from 1, as a reader counts them, everywhere outside PyMuPDF c
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 class JobStatus(StrEnum):
@@ -32,6 +35,28 @@ class JobStatus(StrEnum):
 
 
 TERMINAL_JOB_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELED})
+
+
+class Priority(StrEnum):
+    """Which queue a job is in: urgent jobs are sent synchronously and taken first everywhere."""
+
+    URGENT = "urgent"
+    NORMAL = "normal"
+
+
+def priority_of(value: object) -> Priority:
+    """A priority from any value: ``urgent`` or ``normal``; anything else counts as normal, with a
+    warning (as the services this replaces did)."""
+    text = str(value or "").strip().lower()
+    if text in (Priority.URGENT.value, Priority.NORMAL.value):
+        return Priority(text)
+    log.warning("unknown priority %r: taken as normal", value)
+    return Priority.NORMAL
+
+
+def mode_for(priority: Priority, default_mode: str) -> str:
+    """How a job's requests reach Claude: urgent ones synchronously, others by the default."""
+    return "sync" if priority is Priority.URGENT else default_mode
 
 
 SYNC_BATCH_ID = "sync"  # the batch id chunks carry while a synchronous call is under way
@@ -96,6 +121,7 @@ class JobRecord:
     size_bytes: int
     status: JobStatus
     mode: str = "batch"
+    priority: Priority = Priority.NORMAL
     pages: int | None = None
     progress: float = 0.0
     attempts: int = 0

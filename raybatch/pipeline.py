@@ -26,7 +26,7 @@ from raybatch.actors.dispatch import WriterPool
 from raybatch.actors.driver import Driver, DriverParts, Progress
 from raybatch.actors.scheduler import PrepareScheduler, failure_reason
 from raybatch.actors.writer import WriteReport
-from raybatch.models import JobRecord, JobStatus
+from raybatch.models import JobRecord, JobStatus, Priority
 from raybatch.outage import patient_state
 from raybatch.prepared import kept_requests
 from raybatch.register import Registrar, SourceIntake
@@ -74,10 +74,14 @@ def run(
     on_progress: Callable[[Progress], None] | None = None,
     notice: Notice = log.info,
     dashboard: bool = True,
+    urgent: bool = False,
 ) -> RunReport:
     """Process every PDF or image under ``source`` (a folder, an s3:// prefix or a list of paths).
 
-    Raises ConfigError before any work when there is neither an API key nor the emulator asked for.
+    ``urgent``: every job of the source is urgent (sent synchronously, taken first everywhere, also
+    by a run already going on the same database); otherwise new jobs are normal and sent by
+    PROCESSING_MODE. Raises ConfigError before any work when there is neither an API key nor the
+    emulator asked for.
     """
     settings.require_claude()
     started = time.monotonic()
@@ -95,6 +99,7 @@ def run(
         max_page_pixels=settings.max_page_pixels,
         mode=settings.processing_mode.value,
         force=force,
+        priority=Priority.URGENT if urgent else Priority.NORMAL,
     )
     holder = f"run-{uuid.uuid4().hex[:8]}"
     start_run(state, settings.max_cost_usd, settings.max_daily_cost_usd)
@@ -115,6 +120,20 @@ def run(
     return RunReport(ended, skipped, writes, elapsed, emulator_url, tuple(budget.sizings))
 
 
+def submit(
+    settings: Settings,
+    paths: str | Sequence[str],
+    *,
+    urgent: bool = False,
+    on_progress: Callable[[Progress], None] | None = None,
+    notice: Notice = log.info,
+) -> RunReport:
+    """Hand over one bundle (a file, a folder, a list of paths) and return once it is processed:
+    for a service that sends work while a backlog runs. ``urgent=True`` sends it synchronously,
+    ahead of every normal job (see ``run``)."""
+    return run(settings, paths, urgent=urgent, on_progress=on_progress, notice=notice, dashboard=False)
+
+
 def _intake(
     settings: Settings,
     files: Iterator[SourceFile],
@@ -126,7 +145,7 @@ def _intake(
     budget's registration share; its units go back once every file is registered."""
     return SourceIntake(
         files,
-        RayInspector(settings),
+        RayInspector(settings, urgent=registrar.priority is Priority.URGENT),
         registrar,
         in_flight=budget.register_cap,
         ready=_ready,
@@ -219,6 +238,7 @@ def _drive(
         lease_seconds=settings.lease_seconds,
         max_attempts=settings.max_attempts,
         timeout=settings.write_timeout,
+        placed_check=True,
     )
     parts = DriverParts(
         scheduler,

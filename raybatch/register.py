@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from raybatch.errors import InvalidSource, error_class
 from raybatch.ids import sha256_bytes
-from raybatch.models import JobRecord, JobStatus, SourceKind
+from raybatch.models import JobRecord, JobStatus, Priority, SourceKind, mode_for
 from raybatch.settings import StoreSettings
 from raybatch.sources import SourceFile, read_source
 from raybatch.state.port import StateStore
@@ -74,6 +74,7 @@ class Registrar:
     max_page_pixels: int
     mode: str = "batch"
     force: bool = False
+    priority: Priority = Priority.NORMAL
 
     def register_all(
         self,
@@ -112,9 +113,10 @@ class Registrar:
             source_name=source.name,
             kind=inspection.kind,
             size_bytes=inspection.size,
-            mode=self.mode,
+            mode=mode_for(self.priority, self.mode),
             force=self.force,
             pages=inspection.pages,
+            priority=self.priority,
         )
         if job.status is not JobStatus.PENDING or (created and inspection.problem is None):
             return Registration(source, job, created)  # a new job already holds what was found
@@ -124,7 +126,11 @@ class Registrar:
             log.warning("job %d (%s) failed: %s", job.id, source.name, problem)
         else:
             self.state.transition(
-                job.id, [JobStatus.PENDING], JobStatus.PENDING, pages=inspection.pages, mode=self.mode
+                job.id,
+                [JobStatus.PENDING],
+                JobStatus.PENDING,
+                pages=inspection.pages,
+                mode=mode_for(job.priority, self.mode),
             )
         return Registration(source, self.state.get_job(job.id), created)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from raybatch.cost import ModelPrices, add_usage, cost_usd
 from raybatch.evaluate import evaluate
-from raybatch.models import DocumentRecord, JobRecord, JobStatus
+from raybatch.models import DocumentRecord, JobRecord, JobStatus, Priority
 from raybatch.spend import spend_status
 from raybatch.state.port import StateStore
 
@@ -29,8 +29,9 @@ EVAL_KEYS = (
 def status_summary(
     state: StateStore, prices: ModelPrices, job_ids: Iterable[int] | None = None
 ) -> dict[str, Any]:
-    """Jobs by status, documents, batches in flight, tokens and cost (each request at the price of
-    the mode it was sent with), who answered the requests, the pause flag and the spend cap.
+    """Jobs by status (all, urgent, normal), documents, batches in flight, tokens and cost (each
+    request at the price of the mode it was sent with), who answered the requests, the pause flag
+    and the spend cap.
 
     Counted by aggregate queries: no job, chunk or document row is loaded, however many there are.
     """
@@ -41,6 +42,9 @@ def status_summary(
     return {
         "jobs": totals.jobs,
         "by_status": {s.value: totals.by_status.get(s, 0) for s in JobStatus},
+        "by_priority": {
+            p.value: {s.value: totals.by_priority.get(p, {}).get(s, 0) for s in JobStatus} for p in Priority
+        },
         "pages": totals.pages,
         "documents": totals.documents,
         "active_batches": len(state.active_batches()),

@@ -12,7 +12,7 @@ import ray
 
 from raybatch.actors.prepare import ChunkPreparer, ChunkSummary, PreparedChunk, memory_estimate
 from raybatch.errors import StorageUnavailable
-from raybatch.models import CachedPage, JobRecord
+from raybatch.models import CachedPage, JobRecord, Priority
 from raybatch.ocr import open_ocr
 from raybatch.ocr.cache import CarriedPageTexts, PageTextLookup
 from raybatch.outage import Patience
@@ -36,6 +36,9 @@ def _preparer(settings: PrepareTaskSettings) -> ChunkPreparer:
 
 
 _WORKER_CACHE: dict[str, ChunkPreparer] = {}
+# Ray has no task priorities: urgent work reserves no CPU, so it starts beside a backlog's tasks
+# (which hold every CPU) instead of behind them. Its driver's caps bound how much of it runs.
+URGENT_CPUS = 0
 
 
 @ray.remote(max_retries=0)
@@ -49,10 +52,10 @@ def inspect_file(store: StoreSettings, max_page_pixels: int, source: SourceFile)
 class RayInspector:
     """Starts one registration task per file."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, urgent: bool = False) -> None:
         self._store = ray.put(settings.section(StoreSettings))
         self._max_page_pixels = settings.max_page_pixels
-        self._cpus = 1.0 / settings.ocr_workers
+        self._cpus = URGENT_CPUS if urgent else 1.0 / settings.ocr_workers
 
     def inspect(self, source: SourceFile) -> Any:
         name = f"register {source.name[:80]}"
@@ -112,14 +115,15 @@ class RayPrepareTasks:
         return None if chunk is None else (ray.put(chunk.summary()), ray.put(chunk))
 
     def load(self, job: JobRecord) -> Any:
-        task = load_source.options(name=f"load job_{job.id}")
+        urgent = {"num_cpus": URGENT_CPUS} if job.priority is Priority.URGENT else {}
+        task = load_source.options(name=f"load job_{job.id}", **urgent)
         return task.remote(self._store, job.source_uri, job.sha256)
 
     def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
         options = {
             "name": f"prepare job_{job.id} chunk_{plan.n}",
             "memory": memory_estimate(job.size_bytes, len(plan.pages)),
-            "num_cpus": self._cpus,
+            "num_cpus": URGENT_CPUS if job.priority is Priority.URGENT else self._cpus,
             "num_returns": 2,
         }
         known = tuple(self._cache.cached_page_texts(job.sha256, plan.pages)) if self._cache else ()

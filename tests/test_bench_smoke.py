@@ -20,6 +20,7 @@ import measure
 import run
 import scans
 import tokens
+import urgent
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +85,22 @@ def test_tokens_per_modality_through_the_sdk(one_page: Path) -> None:
     # a scan without OCR has no text: every modality must still send its image
     assert rows[Modality.TEXT]["images_per_page"] == 1.0
     assert images["page_tokens_per_page"] > 1000  # an A4-sized image costs ~1 600 tokens
+
+
+def test_urgent_json_line_compares_the_bundle_during_a_backlog_with_it_alone(tmp_path: Path) -> None:
+    folder, bundle, warm = urgent.write_inputs(tmp_path, backlog=2, bundle_pages=3)
+    assert len(list(folder.glob("*.pdf"))) == 2 and warm.exists()
+    with pymupdf.open(bundle) as doc:
+        assert doc.page_count == 3
+    args = urgent.parse(["--quick"])
+    seen = {
+        "seconds": 3.0, "backlog_seconds": 20.0, "pending_at_arrival": 5, "written_first": True,
+        "sync_only": True, "backlog_ok": True, "answered_twice": 0,
+    }  # fmt: skip
+    lines: list[str] = []
+    urgent.report(urgent.figures(args, 30, 2.0, seen, {"answered": 1.0}), say=lines.append)
+    result = json.loads(lines[-1])
+    assert (result["ratio"], result["within_goal"], result["goal_ratio"]) == (1.5, True, 2.0)
+    assert result["urgent_alone_s"] == 2.0 and result["urgent_during_backlog_s"] == 3.0
+    assert result["alone_phases"] == {"answered": 1.0}
+    assert len(lines) == 4

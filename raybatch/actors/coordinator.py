@@ -47,7 +47,7 @@ from raybatch.errors import (
     error_class,
 )
 from raybatch.metrics import Metrics
-from raybatch.models import BatchStatus, ChunkStatus, JobStatus, sync_tag
+from raybatch.models import BatchStatus, ChunkStatus, JobStatus, Priority, sync_tag
 from raybatch.settings import ClaudeSettings, model_prices
 from raybatch.spend import SpendGate
 from raybatch.state.port import BatchRecord, StateStore
@@ -145,6 +145,8 @@ class BatchCoordinator:
             state, self._batches, io=self._io, outage_budget=claude.outage_budget, metrics=self._metrics
         )
         self._loop_task: asyncio.Task[None] | None = None
+        self._submitting = asyncio.Lock()  # one submit phase at a time: nothing is sent twice
+        self._sync_passes: set[asyncio.Task[None]] = set()
         self._recovered = False
         self._lead = False
         self._next_beat = 0.0
@@ -160,6 +162,8 @@ class BatchCoordinator:
         if self._first_offer_at is None:
             self._first_offer_at = self._monotonic()
         self._ensure_running()
+        if mode == "sync":
+            self._send_sync_now()
 
     async def forget(self, job_ids: Sequence[int]) -> None:
         """Drop payloads of jobs that no longer need them (answered, failed, canceled)."""
@@ -198,6 +202,7 @@ class BatchCoordinator:
         if self._loop_task is not None:
             self._loop_task.cancel()
             await asyncio.gather(self._loop_task, return_exceptions=True)
+        await asyncio.gather(*self._sync_passes, return_exceptions=True)
         await asyncio.gather(*self._sync.tasks, return_exceptions=True)
         await self._guarded("retiring", self._io(self._state.retire, self.id))
         self._pool.shutdown(wait=False)
@@ -320,20 +325,46 @@ class BatchCoordinator:
             await self._settle(set(unsettled))
 
     # --- submit phase ---------------------------------------------------------------------
-    async def _submit_phase(self) -> bool:
+    def _send_sync_now(self) -> None:
+        """Send synchronous work as soon as it is offered, not at the loop's next pass (which may
+        be busy polling and filing a backlog's batches)."""
+        if not self._autostart or not self._recovered:
+            return
+        task = asyncio.get_running_loop().create_task(self._sync_pass(), name="sync-pass")
+        self._sync_passes.add(task)
+        task.add_done_callback(self._sync_passes.discard)
+
+    async def _sync_pass(self) -> None:
+        try:
+            if not await self._io(self._state.is_paused):
+                await self._submit_phase(sync_only=True)
+        except Exception:  # the loop's next pass sends it
+            log.exception("sending synchronous work failed; the next pass tries again")
+
+    async def _submit_phase(self, *, sync_only: bool = False) -> bool:
+        # Jobs are settled after the lock is let go: a synchronous pass waits only for the sending.
+        async with self._submitting:
+            sent = await self._submit(sync_only)
+        if sent:
+            await self._settle(sent)
+        return sent is not None
+
+    async def _submit(self, sync_only: bool) -> set[int] | None:
+        """Send what is due; the jobs to settle now (None: nothing was done)."""
         if self._monotonic() < self._parked_until:
-            return False
-        offers = await self._ready_offers()
+            return None
+        offers, sync_ids = await self._ready_offers()
         if offers and self._stopped is not None:
             await self._fail_jobs({o.job_id for o in offers}, AuthenticationFailed(self._stopped))
-            return True
-        if not offers or not self._due(offers):
-            return False
+            return set()
+        if offers and (sync_only or not self._due(offers)):  # synchronous work never waits for a batch
+            offers = [o for o in offers if o.job_id in sync_ids]
+        if not offers:
+            return None
         requests = await self._requests_for(offers)
-        sync_ids = {o.job_id for o in offers if o.mode == "sync"}
         requests, held = await self._io(self._spend.admit, requests, sync_ids)
         if held and not requests:
-            return False  # parked by the spend cap until it is raised
+            return None  # parked by the spend cap until it is raised
         sync = [r for r in requests if r.job_id in sync_ids]
         batch = [r for r in requests if r.job_id not in sync_ids]
         if sync:
@@ -341,17 +372,20 @@ class BatchCoordinator:
             self._metrics.sync_sent(len(sync))
         if batch:
             await self._submit_batches(batch)
-        await self._settle({o.job_id for o in offers})
-        self._first_offer_at = self._monotonic() if self._offers else None
-        return True
+        if batch or not self._offers:  # a synchronous send does not restart a batch's wait
+            self._first_offer_at = self._monotonic() if self._offers else None
+        return {o.job_id for o in offers}
 
-    async def _ready_offers(self) -> list[Offer]:
-        """Offered jobs the DB holds as prepared, oldest first, at most BATCH_SIZE of them."""
+    async def _ready_offers(self) -> tuple[list[Offer], set[int]]:
+        """Offered jobs the DB holds as prepared, urgent first, then oldest first, at most
+        BATCH_SIZE of them; and those to send synchronously (the DB's mode: a job made urgent
+        after it was offered goes synchronously)."""
         if not self._offers:
-            return []
+            return [], set()
         jobs = await self._io(self._state.list_jobs, [JobStatus.PREPARED])
-        ready = [self._offers[j.id] for j in sorted(jobs, key=lambda j: j.id) if j.id in self._offers]
-        return ready[: self._claude.batch_size]
+        first = sorted(jobs, key=lambda j: (j.priority is not Priority.URGENT, j.id))
+        jobs = [j for j in first if j.id in self._offers][: self._claude.batch_size]
+        return [self._offers[j.id] for j in jobs], {j.id for j in jobs if j.mode == "sync"}
 
     def _due(self, offers: Sequence[Offer]) -> bool:
         """Submit when a batch is full, BATCH_SIZE jobs wait, the driver flushes, or the wait is long."""

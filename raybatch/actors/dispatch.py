@@ -2,7 +2,9 @@
 
 A job is admitted to an idle writer only while the source MB in flight plus its own stay within
 MAX_CONCURRENT_MB — or when nothing is in flight, so a job larger than the whole budget still
-runs, alone. Jobs are taken in order: a large job is never starved by smaller ones behind it.
+runs, alone. Jobs are taken in order, urgent ones first: a large job is never starved by smaller
+ones behind it. A writer takes work only once Ray has placed it (a second run on a busy cluster may
+wait for room for its writers while the first run's writers go on).
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from ray.exceptions import RayError
 from raybatch.actors.writer import MB, WriteReport
 from raybatch.errors import RaybatchError, TimeLimitExceeded, error_class
 from raybatch.metrics import Metrics
-from raybatch.models import JobRecord, JobStatus, Lease
+from raybatch.models import JobRecord, JobStatus, Lease, Priority
 from raybatch.state.port import StateStore
 
 log = logging.getLogger(__name__)
+URGENT = Priority.URGENT
 
 
 def _restart_writer(writer: Any) -> None:
@@ -70,6 +73,7 @@ class WriterPool:
         kill: Callable[[Any], None] | None = None,
         probe: Callable[[Any], Any] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        placed_check: bool = False,
     ) -> None:
         self._idle = list(writers)
         self._timeout = timeout  # WRITE_TIMEOUT: seconds one write may take
@@ -86,7 +90,14 @@ class WriterPool:
         self._metrics = metrics or Metrics()
         self._running: dict[Any, _Running] = {}
         self.reports: list[WriteReport] = []
+        self._placing = {id(w): w.__ray_ready__.remote() for w in writers} if placed_check else {}
 
+    def _placed(self) -> list[Any]:
+        """The idle writers Ray has placed (a call to one still waiting for room would wait too)."""
+        if self._placing:
+            done, _ = self._wait(list(self._placing.values()), num_returns=len(self._placing), timeout=0)
+            self._placing = {k: ref for k, ref in self._placing.items() if ref not in done}
+        return [w for w in self._idle if id(w) not in self._placing]
     @property
     def in_flight_mb(self) -> float:
         return sum(r.size_mb for r in self._running.values())
@@ -106,7 +117,7 @@ class WriterPool:
 
     @property
     def idle_count(self) -> int:
-        return len(self._idle)
+        return len(self._placed())
 
     def holds(self, job_id: int) -> bool:
         """True while one of the writers writes this job."""
@@ -124,12 +135,14 @@ class WriterPool:
         return finished
 
     def admit(self, answered: Sequence[JobRecord]) -> list[int]:
-        """Admit jobs in id order while a writer is idle and the budget allows: answered ones, and
-        ones a dead driver was writing (their expired lease lets the claim through); their ids."""
+        """Admit jobs (urgent first, then in id order) while a writer is idle and the budget allows:
+        answered ones, and ones a dead driver was writing (their expired lease lets the claim
+        through); their ids."""
         mine = {r.lease.job_id for r in self._running.values()}
         admitted: list[int] = []
-        for job in sorted((j for j in answered if j.id not in mine), key=lambda j: j.id):
-            if not self._idle:
+        waiting = (j for j in answered if j.id not in mine)
+        for job in sorted(waiting, key=lambda j: (j.priority is not URGENT, j.id)):
+            if not self._placed():
                 break
             size_mb = job.size_bytes / MB
             if not admissible(self.in_flight_mb, size_mb, self._budget_mb, len(self._running)):
@@ -161,7 +174,7 @@ class WriterPool:
             reason = f"writing failed {lease.attempt - 1} times"
             self._state.fail_job(job.id, "write", "AttemptsExhausted", reason, lease=lease)
             return False
-        writer = self._idle.pop(0)
+        writer = self._idle.pop(self._idle.index(self._placed()[0]))
         self._running[writer.write.remote(lease)] = _Running(writer, lease, size_mb, self._monotonic())
         return True
 

@@ -26,7 +26,7 @@ from ray.exceptions import RayActorError
 from raybatch.actors.dispatch import WriterPool
 from raybatch.actors.scheduler import PrepareScheduler, ReadyJob
 from raybatch.errors import AuthenticationFailed, RaybatchError
-from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease
+from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, Priority
 from raybatch.spend import parked_reason
 from raybatch.state.port import StateStore
 
@@ -39,6 +39,8 @@ ANSWERED_POLL_SECONDS = 0.2  # how often idle writers look for answered jobs, be
 SNAPSHOT_SECONDS = 0.25  # how often the coordinator's backlog is asked for
 FLUSH_SECONDS = 5.0  # the flush flag is sent again this often (a restarted coordinator lost it)
 PROGRESS_SECONDS = 0.2
+URGENT_POLL_SECONDS = 0.25  # how often urgent pending jobs are looked for in the database
+URGENT_LOOKAHEAD = 100  # urgent jobs of other runs passed over when looking for this run's
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class Progress:
     elapsed: float
     parked: str | None = None  # why submissions wait for a higher spend cap
     pages_from_store: int = 0  # of pages_prepared: prepared by an earlier ``estimate``, not again
+    urgent_total: int = 0  # of total: urgent jobs
+    urgent_done: int = 0  # of done: urgent jobs ended
 
     @property
     def done(self) -> int:
@@ -124,6 +128,7 @@ class Driver:
         self._coordinator = parts.coordinator()
         self._offered: dict[int, ReadyJob] = {}
         self._seen: dict[int, JobStatus] = {}  # the run's jobs, by the status last seen
+        self._urgent: set[int] = set()  # those of them known to be urgent
         self._counts: Counter[JobStatus] = Counter()
         self._pages_total = 0
         self._queue: deque[int] = deque()  # jobs to claim for preparing, in order
@@ -139,7 +144,7 @@ class Driver:
         now = monotonic()
         self._started = self._last_renew = self._moved_at = now
         self._asked_snapshot = self._asked_answered = self._sent_flush = self._reported = -1e9
-        self._swept = -1e9
+        self._swept = self._asked_urgent = -1e9
         self._flushing: bool | None = None
         self._last_move: Any = None
         self.add(state.get_jobs(job_ids))
@@ -148,6 +153,8 @@ class Driver:
     def add(self, jobs: Sequence[JobRecord]) -> None:
         """Jobs joining the run (registered before the run or while it runs)."""
         for job in jobs:
+            if job.priority is Priority.URGENT:
+                self._urgent.add(job.id)
             if job.id in self._seen:
                 continue
             self._pages_total += job.pages or 0
@@ -246,6 +253,8 @@ class Driver:
         self._cursor += SWEEP_SIZE
         if ids:
             for job in self._state.get_jobs(ids):
+                if job.priority is Priority.URGENT:
+                    self._urgent.add(job.id)
                 if self._holds(job.id):
                     self._stop_if_canceled(job)
                 # A prepared job held by another driver is looked at again: that driver may be gone.
@@ -266,17 +275,40 @@ class Driver:
             return False
         return job.held_until is None or job.held_until <= datetime.now(UTC)
 
+    def _urgent_pending(self, limit: int) -> set[int]:
+        """This run's urgent jobs waiting to be prepared (made urgent since the run began), asked
+        for a few times a second. Another process's urgent jobs are its own driver's: a prepared
+        job is taken back by a driver that did not offer it, so two drivers never share one."""
+        now = self._monotonic()
+        if now - self._asked_urgent < URGENT_POLL_SECONDS:
+            return set()
+        self._asked_urgent = now
+        found = self._state.claimable_jobs(
+            [JobStatus.PENDING], JobStatus.PREPARING, limit=limit + URGENT_LOOKAHEAD, priority=Priority.URGENT
+        )
+        mine = [job for job in found if job.id in self._seen][:limit]
+        self.add(mine)  # notes them as urgent
+        for job in mine:
+            self._see(job.id, job.status)
+        return {job.id for job in mine}
+
     def _holds(self, job_id: int) -> bool:
         """A job this driver is preparing or writing: it learns that job's changes first-hand."""
         return self._parts.scheduler.holds(job_id) or self._parts.writers.holds(job_id)
 
     def _claim(self) -> None:
-        """Claim queued jobs while fewer than the window are being prepared."""
+        """Claim queued jobs while fewer than the window are being prepared, urgent ones first."""
         scheduler = self._parts.scheduler
         room = max(1, self._window()) - scheduler.held
-        if room <= 0 or not self._queue:
+        if room <= 0:
             return
-        ids = [self._queue.popleft() for _ in range(min(room, len(self._queue)))]
+        urgent = self._urgent_pending(room)
+        if not self._queue:
+            return
+        if urgent:
+            self._queue = deque(j for j in self._queue if j not in urgent)
+        ids = sorted(j for j in urgent if j in self._queued)
+        ids += [self._queue.popleft() for _ in range(min(room - len(ids), len(self._queue)))]
         self._queued.difference_update(ids)
         scheduler.claim(ids)
         for job_id in ids:
@@ -453,6 +485,8 @@ class Driver:
             elapsed=self._monotonic() - self._started,
             parked=parked_reason(self._state),
             pages_from_store=self._parts.scheduler.pages_from_store,
+            urgent_total=len(self._urgent),
+            urgent_done=sum(1 for j in self._urgent if self._seen[j].terminal),
         )
 
 

@@ -20,7 +20,7 @@ from ray.exceptions import RayError, RayTaskError
 from raybatch.actors.prepare import ChunkSummary
 from raybatch.errors import RaybatchError, TimeLimitExceeded, TransientError, error_class
 from raybatch.metrics import Metrics
-from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease
+from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease, Priority
 from raybatch.reuse import outstanding_of
 from raybatch.state.port import StateStore
 from raybatch.steps.chunk import ChunkPlan
@@ -112,6 +112,7 @@ class PrepareScheduler:
         self._measured: list[int] = []
         self._answered_already: list[ReadyJob] = []  # jobs found fully prepared when claimed
         self._from_store: set[Any] = set()
+        self._urgent_chunks = 0  # how many chunks at the head of the queue are urgent
         self.pages_from_store = 0  # of pages_prepared: taken as an earlier run had prepared them
         self.pages_prepared = 0
 
@@ -199,7 +200,11 @@ class PrepareScheduler:
 
     def _start(self, job: JobRecord, lease: Lease, plans: list[ChunkPlan]) -> None:
         self._jobs[job.id] = JobInPrep(job, lease, {p.n for p in plans})
-        self._queue.extend((job.id, plan) for plan in plans)
+        if job.priority is Priority.URGENT:  # ahead of every normal job's chunks
+            self._urgent_chunks += len(plans)
+            self._queue.extendleft((job.id, plan) for plan in reversed(plans))
+        else:
+            self._queue.extend((job.id, plan) for plan in plans)
         if not plans:  # every answer is already held: nothing to prepare, ready at the next tick
             ready = self._finish(job.id)
             self._answered_already.extend([ready] if ready else [])
@@ -207,9 +212,11 @@ class PrepareScheduler:
     def _launch(self, backlog_bytes: int) -> None:
         cap = max(1, self._cap())
         while self._queue and len(self._in_flight) < cap:
-            if backlog_bytes + self._expected_bytes() >= self._max_backlog:
+            # Urgent chunks are sent at once, synchronously: the batch backlog does not hold them.
+            if not self._urgent_chunks and backlog_bytes + self._expected_bytes() >= self._max_backlog:
                 return
             job_id, plan = self._queue.popleft()
+            self._urgent_chunks = max(0, self._urgent_chunks - 1)
             prep = self._jobs.get(job_id)
             if prep is not None:
                 self._launch_one(prep, plan)
@@ -344,8 +351,11 @@ class PrepareScheduler:
     def _drop(self, job_id: int) -> None:
         """Stop preparing a job: its queued chunks go, its tasks under way are canceled and
         forgotten (a later claim of the job starts afresh)."""
-        self._jobs.pop(job_id, None)
+        prep = self._jobs.pop(job_id, None)
+        queued = len(self._queue)
         self._queue = deque(item for item in self._queue if item[0] != job_id)
+        if prep is not None and prep.job.priority is Priority.URGENT:
+            self._urgent_chunks = max(0, self._urgent_chunks - (queued - len(self._queue)))
         for ref in [ref for ref, (owner, _, _) in self._in_flight.items() if owner == job_id]:
             del self._in_flight[ref]
             self._launched.pop(ref, None)

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from raybatch.errors import LeaseLost, retried_on_rerun
-from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, SourceKind
+from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, Priority, SourceKind
 from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by, in_groups
 from raybatch.state.port import JobTotals
 from raybatch.state.rows import job_record
@@ -29,6 +29,12 @@ JOB_FIELDS = frozenset({"pages", "progress", "mode", "attempts", "error_class", 
 _CLAIM_ROUNDS = 3  # re-select after losing races, so a claimer still fills its limit
 _LEASES_PER_STATEMENT = 10_000  # 30,000 parameters a statement, within every backend's limit
 _RELEASED = RELEASED_LEASE
+# Claims take urgent jobs first, then the oldest.
+_FIRST = (sa.case((jobs.c.priority == Priority.URGENT.value, 0), else_=1), jobs.c.id)
+
+
+_UNSENT = [s.value for s in (JobStatus.PENDING, JobStatus.PREPARING, JobStatus.PREPARED, JobStatus.FAILED)]
+_LIVE_OR_FAILED = (jobs.c.status.not_in([JobStatus.COMPLETED.value, JobStatus.CANCELED.value]),)
 
 
 def _fields(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -90,14 +96,14 @@ class _Claim:
         return Lease(job_id, self.worker_id, token, self.expires, attempt)
 
     def take_among(self, conn: Connection, ids: list[int], limit: int) -> list[Lease]:
-        """Up to ``limit`` of these jobs, in id order.
+        """Up to ``limit`` of these jobs, urgent ones first, then in id order.
 
         Looked up by primary key only: a status filter here lets SQLite's planner walk the status
         index over the whole backlog. The UPDATE of ``take`` checks the claim anyway.
         """
         statuses = {*self.from_statuses, JobStatus(self.to_status).value}
         query = sa.select(jobs.c.id, jobs.c.lease_token, jobs.c.attempts, jobs.c.status)
-        rows = conn.execute(query.where(jobs.c.id.in_(ids)).order_by(jobs.c.id)).all()
+        rows = conn.execute(query.where(jobs.c.id.in_(ids)).order_by(*_FIRST)).all()
         won: list[Lease] = []
         for job_id, token, attempts, status in rows:
             if len(won) >= limit:
@@ -121,8 +127,12 @@ class JobQueries(SqlBase):
         mode: str = "batch",
         force: bool = False,
         pages: int | None = None,
+        priority: Priority = Priority.NORMAL,
     ) -> tuple[JobRecord, bool]:
-        """The job for this content, and whether it was created now (same sha256 = same job)."""
+        """The job for this content, and whether it was created now (same sha256 = same job).
+
+        An urgent registration of a job that exists makes it urgent while that can still change
+        how it is sent (see ``set_priority``)."""
         now = self._now()
         key = f"{sha256}:{uuid.uuid4().hex}" if force else sha256
         values = {
@@ -133,6 +143,7 @@ class JobQueries(SqlBase):
             "kind": SourceKind(kind).value,
             "size_bytes": size_bytes,
             "mode": mode,
+            "priority": Priority(priority).value,
             "status": JobStatus.PENDING.value,
             "pages": pages,
             "progress": 0.0,
@@ -143,6 +154,9 @@ class JobQueries(SqlBase):
         }
         with self._write() as conn:
             if not force and (existing := self._latest_for(conn, sha256)) is not None:
+                if priority is Priority.URGENT and existing.priority is not Priority.URGENT:
+                    self._urgent(conn, [existing.id], now)
+                    existing = self._latest_for(conn, sha256) or existing
                 if existing.status is JobStatus.FAILED and retried_on_rerun(existing.error_class):
                     return self._reopen(conn, existing.id, now) or existing, False
                 return existing, False
@@ -152,6 +166,37 @@ class JobQueries(SqlBase):
                 row = conn.execute(sa.select(jobs).where(jobs.c.dedupe_key == key)).one()
                 return job_record(row), False
         return job_record(row), True
+
+    def set_priority(self, job_ids: Iterable[int], priority: Priority) -> list[int]:
+        """Set the priority of these jobs, leases untouched; the ids changed.
+
+        Made urgent, a job not yet sent (pending, preparing, prepared, failed) is also sent
+        synchronously; one already sent keeps its mode and is written first once answered.
+        Completed and canceled jobs are left as they are."""
+        wanted = sorted(set(job_ids))
+        changed: list[int] = []
+        with self._write() as conn:
+            now = self._now()
+            for group in in_groups(wanted):
+                if Priority(priority) is Priority.URGENT:
+                    changed += self._urgent(conn, group, now)
+                    continue
+                normal = sa.update(jobs).where(jobs.c.id.in_(group), *_LIVE_OR_FAILED)
+                normal = normal.values(priority=Priority.NORMAL.value, updated_at=now).returning(jobs.c.id)
+                changed += [row.id for row in conn.execute(normal)]
+        return sorted(changed)
+
+    @staticmethod
+    def _urgent(conn: Connection, ids: list[int], now: datetime) -> list[int]:
+        changed = []
+        for unsent in (True, False):
+            where = jobs.c.status.in_(_UNSENT) if unsent else jobs.c.status.not_in(_UNSENT)
+            values: dict[str, Any] = {"priority": Priority.URGENT.value, "updated_at": now}
+            if unsent:
+                values["mode"] = "sync"
+            move = sa.update(jobs).where(jobs.c.id.in_(ids), where, *_LIVE_OR_FAILED).values(values)
+            changed += [row.id for row in conn.execute(move.returning(jobs.c.id))]
+        return changed
 
     def reopen_job(self, job_id: int) -> bool:
         """A failed job goes back to pending with a fresh budget; its chunks' answers are kept."""
@@ -216,32 +261,43 @@ class JobQueries(SqlBase):
         with self._read() as conn:
             return [job_record(row) for row in conn.execute(query)]
 
+    def jobs_from_source(self, uri: str) -> list[JobRecord]:
+        """Jobs whose source is ``uri`` or lies under it (a folder's or a prefix's files), by id."""
+        folder = uri.rstrip("/") + "/"
+        under = sa.or_(jobs.c.source_uri == uri, jobs.c.source_uri.startswith(folder, autoescape=True))
+        with self._read() as conn:
+            return [job_record(row) for row in conn.execute(sa.select(jobs).where(under).order_by(jobs.c.id))]
+
     def count_jobs(self, job_ids: Iterable[int] | None = None) -> dict[JobStatus, int]:
         """How many jobs (of ``job_ids``, or all) are in each status (every status, zero included)."""
         return dict(self.job_totals(job_ids).by_status)
 
     def job_totals(self, job_ids: Iterable[int] | None = None) -> JobTotals:
-        """Jobs by status, pages, batch-mode jobs and documents, by aggregate queries."""
+        """Jobs by status (and by priority), pages, batch-mode jobs and documents, by aggregate
+        queries."""
         counts = dict.fromkeys(JobStatus, 0)
+        by_priority = {p: dict.fromkeys(JobStatus, 0) for p in Priority}
         pages = batch_mode = documents = 0
         query = sa.select(
             jobs.c.status,
             sa.func.count(),
             sa.func.coalesce(sa.func.sum(jobs.c.pages), 0),
             sa.func.sum(sa.case((jobs.c.mode == "batch", 1), else_=0)),
-        ).group_by(jobs.c.status)
+            jobs.c.priority,
+        ).group_by(jobs.c.status, jobs.c.priority)
         docs = sa.select(sa.func.count()).select_from(document_rows)
         groups: list[list[int] | None] = [None] if job_ids is None else list(in_groups(sorted(set(job_ids))))
         with self._read() as conn:
             for group in groups:
                 some = query if group is None else query.where(jobs.c.id.in_(group))
-                for status, count, page_sum, batch in conn.execute(some):
+                for status, count, page_sum, batch, priority in conn.execute(some):
                     counts[JobStatus(status)] += count
+                    by_priority[Priority(priority)][JobStatus(status)] += count
                     pages += int(page_sum or 0)
                     batch_mode += int(batch or 0)
                 some_docs = docs if group is None else docs.where(document_rows.c.job_id.in_(group))
                 documents += conn.execute(some_docs).scalar_one()
-        return JobTotals(counts, pages, batch_mode, documents)
+        return JobTotals(counts, pages, batch_mode, documents, by_priority)
 
     def claim_jobs(
         self,
@@ -283,19 +339,27 @@ class JobQueries(SqlBase):
             query = sa.select(jobs.c.id, jobs.c.lease_token, jobs.c.attempts).where(claim.claimable)
             if won:
                 query = query.where(jobs.c.id.not_in([lease.job_id for lease in won]))
-            candidates = conn.execute(query.order_by(jobs.c.id).limit(limit - len(won))).all()
+            candidates = conn.execute(query.order_by(*_FIRST).limit(limit - len(won))).all()
             won.extend(lease for row in candidates if (lease := claim.take(conn, *row)) is not None)
             if len(won) >= limit or not candidates:
                 break
         return won
 
     def claimable_jobs(
-        self, from_statuses: Iterable[JobStatus], to_status: JobStatus, *, limit: int
+        self,
+        from_statuses: Iterable[JobStatus],
+        to_status: JobStatus,
+        *,
+        limit: int,
+        priority: Priority | None = None,
     ) -> list[JobRecord]:
-        """The first ``limit`` jobs (by id) that ``claim_jobs`` with these statuses would take now."""
+        """The first ``limit`` jobs (urgent first, then by id) that ``claim_jobs`` with these
+        statuses would take now; only those of ``priority`` when given."""
         with self._read() as conn:
             claimable = _claimable(_statuses(from_statuses), to_status, self._now())
-            rows = conn.execute(sa.select(jobs).where(claimable).order_by(jobs.c.id).limit(limit))
+            if priority is not None:
+                claimable = sa.and_(claimable, jobs.c.priority == Priority(priority).value)
+            rows = conn.execute(sa.select(jobs).where(claimable).order_by(*_FIRST).limit(limit))
             return [job_record(row) for row in rows]
 
     def renew_leases(self, leases: Sequence[Lease], lease_seconds: float) -> list[Lease]:

@@ -9,7 +9,7 @@ not answer or stays locked, ``LeaseLost`` for a stale lease holder, ``KeyError``
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -23,6 +23,7 @@ from raybatch.models import (
     JobStatus,
     Lease,
     PageText,
+    Priority,
     ResultType,
     SourceKind,
     Usage,
@@ -57,6 +58,7 @@ class JobTotals:
     pages: int
     batch_mode: int
     documents: int
+    by_priority: Mapping[Priority, Mapping[JobStatus, int]] = field(default_factory=dict)
 
     @property
     def jobs(self) -> int:
@@ -99,10 +101,17 @@ class StateStore(Protocol):
         mode: str = "batch",
         force: bool = False,
         pages: int | None = None,
+        priority: Priority = Priority.NORMAL,
     ) -> tuple[JobRecord, bool]:
         """The job for this content, and whether it was created now (same sha256 = same job,
         the newest one; ``force`` makes a new job anyway). ``source_name`` is metadata only;
-        ``pages`` is recorded on a job created now."""
+        ``pages`` is recorded on a job created now; an urgent registration makes an existing
+        job urgent."""
+        ...
+
+    def set_priority(self, job_ids: Iterable[int], priority: Priority) -> list[int]:
+        """Set the priority of these jobs, leases untouched; the ids changed. Made urgent, a job
+        not yet sent is sent synchronously; completed and canceled jobs are left as they are."""
         ...
 
     def get_job(self, job_id: int) -> JobRecord:
@@ -121,6 +130,10 @@ class StateStore(Protocol):
         self, statuses: Iterable[JobStatus] | None = None, *, limit: int | None = None, after_id: int = 0
     ) -> list[JobRecord]:
         """Jobs in id order, optionally only those in ``statuses``; ``limit`` of them past ``after_id``."""
+        ...
+
+    def jobs_from_source(self, uri: str) -> list[JobRecord]:
+        """Jobs whose source is ``uri`` or lies under it (a folder's or a prefix's files), by id."""
         ...
 
     def count_jobs(self, job_ids: Iterable[int] | None = None) -> dict[JobStatus, int]:
@@ -143,13 +156,20 @@ class StateStore(Protocol):
         job_ids: Iterable[int] | None = None,
     ) -> list[Lease]:
         """Claim up to ``limit`` unleased jobs in ``from_statuses`` (or jobs in ``to_status`` whose
-        lease expired), in id order: each moves to ``to_status`` with attempts + 1 and a new token."""
+        lease expired), urgent first, then in id order: each moves to ``to_status`` with
+        attempts + 1 and a new token."""
         ...
 
     def claimable_jobs(
-        self, from_statuses: Iterable[JobStatus], to_status: JobStatus, *, limit: int
+        self,
+        from_statuses: Iterable[JobStatus],
+        to_status: JobStatus,
+        *,
+        limit: int,
+        priority: Priority | None = None,
     ) -> list[JobRecord]:
-        """The first ``limit`` jobs (by id) that ``claim_jobs`` with these statuses would take now."""
+        """The first ``limit`` jobs (urgent first, then by id) that ``claim_jobs`` with these
+        statuses would take now; only those of ``priority`` when given."""
         ...
 
     def renew_lease(self, lease: Lease, lease_seconds: float) -> Lease:

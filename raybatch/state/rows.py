@@ -14,6 +14,7 @@ from raybatch.models import (
     JobRecord,
     JobStatus,
     PageText,
+    Priority,
     SourceKind,
 )
 from raybatch.state.port import BatchRecord, ErrorRecord
@@ -30,6 +31,7 @@ def job_record(row: Row[Any]) -> JobRecord:
         size_bytes=row.size_bytes,
         status=JobStatus(row.status),
         mode=row.mode,
+        priority=Priority(row.priority),
         pages=row.pages,
         progress=float(row.progress),
         attempts=row.attempts,

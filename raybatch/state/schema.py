@@ -62,6 +62,8 @@ jobs = sa.Table(
     sa.Column("kind", sa.String(16), nullable=False),
     sa.Column("size_bytes", sa.BigInteger, nullable=False),
     sa.Column("mode", sa.String(16), nullable=False),
+    # urgent or normal: urgent jobs are claimed, sent (synchronously) and written first
+    sa.Column("priority", sa.String(8), nullable=False, server_default="normal"),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("pages", sa.Integer),
     sa.Column("progress", sa.Float, nullable=False, default=0.0),

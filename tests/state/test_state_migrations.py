@@ -10,6 +10,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from state_helpers import FORK, FakeClock, register
 
+from raybatch.models import Priority
 from raybatch.settings import StateSettings
 from raybatch.state import SqlStateStore, StateStore, open_state
 from raybatch.state.migrate import MIGRATIONS, head_revision
@@ -104,7 +105,8 @@ def test_the_sql_store_has_every_method_of_the_port_with_the_same_signature() ->
 
 
 def test_a_database_at_an_older_revision_upgrades_with_its_rows(db_url: str) -> None:
-    """0001 → head: the chunks made before rotations existed keep their rows and read as none."""
+    """0001 → head: the chunks made before rotations existed keep their rows and read as none; jobs
+    made before priorities existed are normal."""
     from alembic import command
 
     from raybatch.state.migrate import alembic_config
@@ -115,8 +117,16 @@ def test_a_database_at_an_older_revision_upgrades_with_its_rows(db_url: str) -> 
         columns = {c["name"] for c in sa.inspect(conn).get_columns("chunks")}
     assert "rotations" not in columns
     store = SqlStateStore.from_url(db_url)
-    job = register(store, 41)[0].id
-    with engine.begin() as conn:  # a row as 0001 wrote it: no rotations column
+    job = 41
+    with engine.begin() as conn:  # rows as 0001 wrote them: no rotations, no priority column
+        conn.execute(
+            sa.text(
+                "INSERT INTO jobs (id, sha256, dedupe_key, source_uri, source_name, kind, size_bytes, "
+                "mode, status, progress, attempts, lease_token, created_at, updated_at) VALUES (:job, "
+                "'s41', 's41', 'file:///41', '41.pdf', 'pdf', 10, 'batch', 'pending', 0, 0, 0, :now, :now)"
+            ),
+            {"job": job, "now": "2030-01-01 00:00:00+00:00"},
+        )
         conn.execute(
             sa.text(
                 "INSERT INTO chunks (job_id, n, first_page, last_page, custom_id, processing_key, status, "
@@ -130,5 +140,6 @@ def test_a_database_at_an_older_revision_upgrades_with_its_rows(db_url: str) -> 
     assert store.schema_revision() == head_revision()
     [upgraded] = store.get_chunks(job)
     assert (upgraded.custom_id, upgraded.rotations) == (f"job_{job}_batch_0", {})
+    assert store.get_job(job).priority is Priority.NORMAL
     engine.dispose()
     store.close()

@@ -1,7 +1,7 @@
 """Coordination of several coordinators on one database: heartbeats and the lead lease.
 
-Revision ID: 0006_coordination
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-11-30 17:30:00
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0006_coordination"
-down_revision: str | Sequence[str] | None = "0004"
+revision: str = "0006"
+down_revision: str | Sequence[str] | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
