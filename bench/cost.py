@@ -108,8 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         for modality in Modality:
             rows.append(measure(paths, modality, claude, ocr_settings, cache))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    print("| PAGE_MODALITY | input tokens / page | output tokens / page | batch $ / 1,000 pages "
-          "| sync $ / 1,000 pages | estimate, batch $ / 1,000 pages |\n| --- | --- | --- | --- | --- | --- |")
+    print(
+        "| PAGE_MODALITY | input tokens / page | output tokens / page | batch $ / 1,000 pages "
+        "| sync $ / 1,000 pages | estimate, batch $ / 1,000 pages |\n| --- | --- | --- | --- | --- | --- |"
+    )
     for r in rows:
         print(
             f"| `{r['modality']}` | {r['input_tokens_per_page']} | {r['output_tokens_per_page']} | "

@@ -189,8 +189,18 @@ def engines(names: list[str], threads: int) -> dict[str, OcrEngine]:
 
 def print_table(rows: list[dict[str, object]]) -> None:
     """One line per engine."""
-    columns = ["engine", "pages", "cer", "cer_en", "cer_ru", "pages_per_s", "rotation_accuracy",
-               "rotated_accuracy", "footer_pages_ok", "footer_numbers_ok"]
+    columns = [
+        "engine",
+        "pages",
+        "cer",
+        "cer_en",
+        "cer_ru",
+        "pages_per_s",
+        "rotation_accuracy",
+        "rotated_accuracy",
+        "footer_pages_ok",
+        "footer_numbers_ok",
+    ]
     print(" | ".join(f"{c:>10}" for c in columns))
     for row in rows:
         print(" | ".join(f"{row[c]!s:>{max(10, len(c))}}" for c in columns))

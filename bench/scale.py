@@ -190,8 +190,10 @@ def synthetic_sqlite(path: Path, count: int) -> str:
             "INSERT INTO jobs (sha256, dedupe_key, source_uri, source_name, kind, size_bytes, mode, status,"
             " pages, progress, attempts, lease_token, created_at, updated_at)"
             " VALUES (?, ?, ?, ?, 'pdf', 1000, 'batch', ?, 1, 0, 0, 0, ?, ?)",
-            ((f"{n:064x}", f"{n:064x}", f"file:///{n}.pdf", f"{n}.pdf", _status(n, count), now, now)
-             for n in range(count)),
+            (
+                (f"{n:064x}", f"{n:064x}", f"file:///{n}.pdf", f"{n}.pdf", _status(n, count), now, now)
+                for n in range(count)
+            ),
         )
     return url
 
@@ -209,13 +211,32 @@ def synthetic_postgres(base: str, count: int) -> tuple[str, Callable[[], None]]:
     engine = sa.create_engine(text)
     with engine.begin() as conn:
         raw = conn.connection.dbapi_connection
-        with raw.cursor() as cur, cur.copy(  # type: ignore[union-attr]
-            "COPY jobs (sha256, dedupe_key, source_uri, source_name, kind, size_bytes, mode, status, pages,"
-            " progress, attempts, lease_token, created_at, updated_at) FROM STDIN"
-        ) as copy:
+        with (
+            raw.cursor() as cur,
+            cur.copy(  # type: ignore[union-attr]
+                "COPY jobs (sha256, dedupe_key, source_uri, source_name, kind, size_bytes, mode, status,"
+                " pages, progress, attempts, lease_token, created_at, updated_at) FROM STDIN"
+            ) as copy,
+        ):
             for n in range(count):
-                copy.write_row((f"{n:064x}", f"{n:064x}", f"file:///{n}.pdf", f"{n}.pdf", "pdf", 1000,
-                                "batch", _status(n, count), 1, 0.0, 0, 0, now, now))
+                copy.write_row(
+                    (
+                        f"{n:064x}",
+                        f"{n:064x}",
+                        f"file:///{n}.pdf",
+                        f"{n}.pdf",
+                        "pdf",
+                        1000,
+                        "batch",
+                        _status(n, count),
+                        1,
+                        0.0,
+                        0,
+                        0,
+                        now,
+                        now,
+                    )
+                )
         conn.execute(sa.text("ANALYZE jobs"))
     engine.dispose()
 
@@ -265,8 +286,12 @@ def _driver_steps(state: SqlStateStore, ids: list[int], window: int, writers: in
         room = window - len(held)
         wanted = [next(queue) for _ in range(room)]
         held += state.claim_jobs(
-            worker_id="bench", from_statuses=[JobStatus.PENDING], to_status=JobStatus.PREPARING,
-            lease_seconds=600, limit=len(wanted), job_ids=wanted,
+            worker_id="bench",
+            from_statuses=[JobStatus.PENDING],
+            to_status=JobStatus.PREPARING,
+            lease_seconds=600,
+            limit=len(wanted),
+            job_ids=wanted,
         )
         state.claimable_jobs([JobStatus.ANSWERED], JobStatus.WRITING, limit=writers + 4)
         held = state.renew_leases(held, 600)

@@ -237,9 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["RAYBATCH_EMULATOR"] = "1"  # the emulator below answers; its answers are marked
     config = EmulatorConfig(processing_seconds=args.batch_seconds)
     # One emulator for each database: job ids, and so custom_ids, start at 1 in both.
-    with tempfile.TemporaryDirectory(prefix="raybatch-urgent-") as tmp, EmulatorServer(
-        config
-    ) as first, EmulatorServer(config) as second:
+    with (
+        tempfile.TemporaryDirectory(prefix="raybatch-urgent-") as tmp,
+        EmulatorServer(config) as first,
+        EmulatorServer(config) as second,
+    ):
         home = Path(tmp)
         folder, bundle, warm = write_inputs(home, files, args.bundle_pages)
         connect(bench_settings(home / "alone", first), dashboard=False)

@@ -140,9 +140,7 @@ def _prepare_and_count(
     return tally
 
 
-def _count_job(
-    state: StateStore, ready: ReadyJob, tally: Tally, count: Any, kept: PreparedRequests
-) -> None:
+def _count_job(state: StateStore, ready: ReadyJob, tally: Tally, count: Any, kept: PreparedRequests) -> None:
     owed = {c.n for c in state.get_chunks(ready.job_id) if c.status in _OWED}
     for n in sorted(owed & set(ready.payloads)):
         chunk: PreparedChunk = ray.get(ready.payloads[n])

@@ -74,7 +74,10 @@ class Patience:
             down = now - self._down_since
         log.warning(
             "%s unavailable for %.0f s (%s); waiting for it, up to %.0f s per call",
-            self.what, down, exc, self.budget,
+            self.what,
+            down,
+            exc,
+            self.budget,
         )
 
     def _recovered(self) -> None:

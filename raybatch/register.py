@@ -134,6 +134,7 @@ class Registrar:
             )
         return Registration(source, self.state.get_job(job.id), created)
 
+
 def crashed(source: SourceFile, reason: str) -> Inspection:
     """The inspection of a file whose reader died (a crash of the PDF library, a killed worker)."""
     digest = sha256_bytes(f"unreadable:{source.uri}".encode())

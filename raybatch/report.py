@@ -94,4 +94,3 @@ def failures(jobs: Iterable[JobRecord]) -> list[tuple[int, str, str]]:
         for j in jobs
         if j.status is JobStatus.FAILED
     ]
-

@@ -98,4 +98,3 @@ def _reused(job: JobRecord, plan: ChunkPlan, key: str, source: ChunkRecord) -> C
         emulated=source.emulated,
         reused_from=source.reused_from or source.custom_id,
     )
-

@@ -125,4 +125,3 @@ def retire_coordinator(settings: Settings) -> None:
         ray.kill(handle, no_restart=True)
     except (ValueError, ray.exceptions.RayError) as exc:  # not running, or already gone
         log.info("coordinator not retired: %s", type(exc).__name__)
-

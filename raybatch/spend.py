@@ -86,9 +86,7 @@ def committed(state: StateStore, since: datetime, prices: ModelPrices) -> float:
 class SpendGate:
     """Decides which requests may be sent now; the coordinator asks before every send."""
 
-    def __init__(
-        self, state: StateStore, prices: ModelPrices, now: Callable[[], datetime] = utc_now
-    ) -> None:
+    def __init__(self, state: StateStore, prices: ModelPrices, now: Callable[[], datetime] = utc_now) -> None:
         self._state = state
         self._prices = prices
         self._now = now

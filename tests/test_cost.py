@@ -35,8 +35,10 @@ def test_models_are_priced_by_id_or_longest_prefix() -> None:
 
 
 def test_a_setting_overrides_or_adds_prices() -> None:
-    table = price_table('{"claude-sonnet-5-5": {"input": 9}, "my-model": {"input": 1, "output": 2, '
-                        '"cache_write": 1.25, "cache_read": 0.1, "batch_discount": 1}}')
+    table = price_table(
+        '{"claude-sonnet-5-5": {"input": 9}, "my-model": {"input": 1, "output": 2, '
+        '"cache_write": 1.25, "cache_read": 0.1, "batch_discount": 1}}'
+    )
     assert table["claude-sonnet-5-5"].input == 9 and table["claude-sonnet-5-5"].output == 10
     own = '{"my-model": {"input": 1, "output": 2, "cache_write": 1, "cache_read": 0}}'
     assert prices_for("my-model", own).input == 1

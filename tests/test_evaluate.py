@@ -146,8 +146,17 @@ def test_blank_pages_at_a_border_can_be_forgiven() -> None:
 
 def test_pydantic_truth_is_accepted() -> None:
     truth_module = pytest.importorskip("raybatch.samples.truth")
-    fields = {"title": "", "date": "2024-01-01", "number": "1", "counterparty": "X", "amount": None,
-              "currency": None, "reference": "R", "language": "en", "group": "g"}
+    fields = {
+        "title": "",
+        "date": "2024-01-01",
+        "number": "1",
+        "counterparty": "X",
+        "amount": None,
+        "currency": None,
+        "reference": "R",
+        "language": "en",
+        "group": "g",
+    }
     docs = [
         {"index": i, "first_page": first, "last_page": last, "type": kind, **fields}
         for i, (first, last, kind) in enumerate(PERFECT["b.pdf"])

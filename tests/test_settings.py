@@ -149,7 +149,10 @@ def test_a_bad_database_url_error_does_not_repeat_it(monkeypatch: pytest.MonkeyP
     ("url", "shown"),
     [
         ("postgresql://u:p%40ss@h/db", "postgresql://u:***@h/db"),
-        ("postgresql://h/db?user=u&password=pw&sslmode=require", "postgresql://h/db?user=u&password=***&sslmode=require"),
+        (
+            "postgresql://h/db?user=u&password=pw&sslmode=require",
+            "postgresql://h/db?user=u&password=***&sslmode=require",
+        ),
         ("sqlite:///raybatch-data/state.db", "sqlite:///raybatch-data/state.db"),
         ("postgresql://u@h/db", "postgresql://u@h/db"),
     ],

@@ -98,6 +98,7 @@ class WriterPool:
             done, _ = self._wait(list(self._placing.values()), num_returns=len(self._placing), timeout=0)
             self._placing = {k: ref for k, ref in self._placing.items() if ref not in done}
         return [w for w in self._idle if id(w) not in self._placing]
+
     @property
     def in_flight_mb(self) -> float:
         return sum(r.size_mb for r in self._running.values())

@@ -351,7 +351,10 @@ class Driver:
         live = [f"job {j} {s.value}" for j, s in self._seen.items() if not s.terminal][:50]
         log.warning(
             "no progress for %.0f s; waiting on %s; coordinator: %s; writers running: %d",
-            STALL_SECONDS, ", ".join(live), self._snapshot, len(self._parts.writers.leases),
+            STALL_SECONDS,
+            ", ".join(live),
+            self._snapshot,
+            len(self._parts.writers.leases),
         )
 
     # --- the coordinator ------------------------------------------------------------------

@@ -114,9 +114,7 @@ class ResultFiler:
     def _retry(
         self, batch_id: str, custom_id: str, result: ResultType, error: str | None, message: str
     ) -> int:
-        return self._record(
-            batch_id, _as_result(custom_id, result), retry=True, error=error, message=message
-        )
+        return self._record(batch_id, _as_result(custom_id, result), retry=True, error=error, message=message)
 
     def _record(
         self, batch_id: str, result: RequestResult, *, retry: bool, error: str | None, message: str

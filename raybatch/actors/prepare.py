@@ -113,9 +113,7 @@ class ChunkPreparer:
         """Render, read and package the chunk's pages; ``cache`` stands in for the preparer's own."""
         with open_source(data, job.kind, max_page_pixels=self._prepare.max_page_pixels) as doc:
             texts = [text_layer(doc[p - 1]) for p in plan.pages]
-            rasters = [
-                rasterize(doc[t.page - 1], self._options, for_ocr=self._reads(t)) for t in texts
-            ]
+            rasters = [rasterize(doc[t.page - 1], self._options, for_ocr=self._reads(t)) for t in texts]
         cache = cache if cache is not None else self._cache
         texts, ocr_pages = self._read_missing(job.sha256, rasters, texts, cache)
         pages = [self._finish(raster, text) for raster, text in zip(rasters, texts, strict=True)]

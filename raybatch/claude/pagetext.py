@@ -31,5 +31,5 @@ def pages_from_params(params: Mapping[str, Any]) -> list[tuple[int, str]]:
                 continue
             match = _HEADER.match(block.get("text", ""))
             if match:
-                pages.append((int(match.group(1)), block["text"][match.end():]))
+                pages.append((int(match.group(1)), block["text"][match.end() :]))
     return pages

@@ -67,8 +67,9 @@ class HttpReply:
 class VisionEmulator:
     """The endpoint; a context manager that serves on a free loopback port."""
 
-    def __init__(self, engine: OcrEngine | None = None, *, host: str = "127.0.0.1", port: int = 0,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, engine: OcrEngine | None = None, *, host: str = "127.0.0.1", port: int = 0, seed: int = 0
+    ) -> None:
         if engine is None:
             from raybatch.ocr import local_engine
 

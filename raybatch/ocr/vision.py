@@ -129,8 +129,9 @@ class GoogleVisionOcr:
         context = vision.ImageContext(language_hints=list(self.language_hints))
         request = vision.BatchAnnotateImagesRequest(
             requests=[
-                vision.AnnotateImageRequest(image=vision.Image(content=p.image), features=[feature],
-                                            image_context=context)
+                vision.AnnotateImageRequest(
+                    image=vision.Image(content=p.image), features=[feature], image_context=context
+                )
                 for p in pages
             ]
         )

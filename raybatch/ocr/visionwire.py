@@ -16,8 +16,15 @@ _CHAR_WIDTH = 10
 _MARGIN = 20
 
 # HTTP status → google.rpc status name, as Google's JSON error bodies carry them.
-STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-                429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
 
 
 def rotation_from_direction(dx: float, dy: float) -> int:
@@ -67,8 +74,9 @@ def annotate_response(text: str, rotation: int, width: int, height: int, confide
         top = _MARGIN + n * _LINE_HEIGHT
         box = _box(place, _MARGIN, top, len(line) * _CHAR_WIDTH, _LINE_HEIGHT)
         paragraph = {"boundingBox": box, "words": line_words, "confidence": confidence}
-        blocks.append({"boundingBox": box, "paragraphs": [paragraph], "blockType": "TEXT",
-                       "confidence": confidence})
+        blocks.append(
+            {"boundingBox": box, "paragraphs": [paragraph], "blockType": "TEXT", "confidence": confidence}
+        )
     page = {"width": width, "height": height, "blocks": blocks, "confidence": confidence}
     whole = _box(place, 0, 0, upright[0], upright[1])
     annotations = [{"description": full, "boundingPoly": whole}]

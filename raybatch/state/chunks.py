@@ -199,6 +199,7 @@ class ChunkQueries(SqlBase):
     def unsettled_jobs(self) -> list[int]:
         """Jobs whose status lags their chunks: submitted with no chunk in flight, or prepared with
         nothing left to send. Settling them moves them on (a crash between the two writes)."""
+
         def having(*statuses: ChunkStatus) -> sa.Exists:
             return sa.exists().where(
                 chunk_rows.c.job_id == job_rows.c.id, chunk_rows.c.status.in_([s.value for s in statuses])

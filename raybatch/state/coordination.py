@@ -30,9 +30,11 @@ class CoordinationQueries(SqlBase):
             expires = now + timedelta(seconds=lease_seconds)
             insert = self._insert(coordinators).values(id=coordinator_id, started_at=now, expires_at=expires)
             conn.execute(insert.on_conflict_do_update(index_elements=["id"], set_={"expires_at": expires}))
-            conn.execute(self._insert(coordinator_lead).values(
-                name=_LEAD, holder=coordinator_id, expires_at=expires
-            ).on_conflict_do_nothing(index_elements=["name"]))
+            conn.execute(
+                self._insert(coordinator_lead)
+                .values(name=_LEAD, holder=coordinator_id, expires_at=expires)
+                .on_conflict_do_nothing(index_elements=["name"])
+            )
             free = sa.or_(coordinator_lead.c.holder == coordinator_id, coordinator_lead.c.expires_at <= now)
             take = (
                 sa.update(coordinator_lead)

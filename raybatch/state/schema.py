@@ -128,9 +128,7 @@ batches = sa.Table(
 batch_requests = sa.Table(
     "batch_requests",
     metadata,
-    sa.Column(
-        "batch_id", sa.Integer, sa.ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True
-    ),
+    sa.Column("batch_id", sa.Integer, sa.ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True),
     sa.Column("custom_id", sa.String(64), primary_key=True, index=True),
 )
 

@@ -79,4 +79,3 @@ def test_a_batch_lost_before_its_jobs_were_settled_sends_them_again(
     asyncio.run(scenario())
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
     assert emulator.app.calls["create"] == 2
-

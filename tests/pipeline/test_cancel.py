@@ -58,7 +58,9 @@ def state(tmp_path: Path) -> SqlStateStore:
 
 @pytest.mark.parametrize("trigger", ["0.webp", "manifest.json"])
 def test_a_write_canceled_midway_writes_nothing_more_and_leaves_nothing(
-    state: SqlStateStore, corpus: tuple[Path, dict], trigger: str  # noqa: F811
+    state: SqlStateStore,
+    corpus: tuple[Path, dict],  # noqa: F811 (the fixture)
+    trigger: str,
 ) -> None:
     folder, truth = corpus
     job_id = answered_job(state, folder, truth["bundles"][0])
@@ -77,7 +79,8 @@ def test_a_write_canceled_midway_writes_nothing_more_and_leaves_nothing(
 
 
 def test_the_database_refuses_a_canceled_jobs_documents(
-    state: SqlStateStore, corpus: tuple[Path, dict]  # noqa: F811
+    state: SqlStateStore,
+    corpus: tuple[Path, dict],  # noqa: F811
 ) -> None:
     folder, truth = corpus
     job_id = answered_job(state, folder, truth["bundles"][0])

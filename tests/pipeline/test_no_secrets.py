@@ -109,8 +109,11 @@ def _one_page_job(state, path: Path) -> JobRecord:  # type: ignore[no-untyped-de
         data = doc.tobytes()
     path.write_bytes(data)
     job, _ = state.register_job(
-        sha256=sha256_bytes(data), source_uri=path.as_uri(), source_name=path.name,
-        kind=SourceKind.PDF, size_bytes=len(data),
+        sha256=sha256_bytes(data),
+        source_uri=path.as_uri(),
+        source_name=path.name,
+        kind=SourceKind.PDF,
+        size_bytes=len(data),
     )
     return job
 
@@ -196,8 +199,11 @@ def _scanned_page_job(state, path: Path) -> JobRecord:  # type: ignore[no-untype
         data = doc.tobytes()
     path.write_bytes(data)
     job, _ = state.register_job(
-        sha256=sha256_bytes(data), source_uri=path.as_uri(), source_name=path.name,
-        kind=SourceKind.PDF, size_bytes=len(data),
+        sha256=sha256_bytes(data),
+        source_uri=path.as_uri(),
+        source_name=path.name,
+        kind=SourceKind.PDF,
+        size_bytes=len(data),
     )
     state.transition(job.id, [JobStatus.PENDING], JobStatus.PENDING, pages=1)
     return job
@@ -220,8 +226,13 @@ def test_the_ocr_cache_works_through_the_driver(ray_session: None, tmp_path: Pat
     def prepare_once() -> ChunkSummary:
         launcher = Recording(settings, cache=state)
         scheduler = PrepareScheduler(
-            state, launcher, worker_id="t", max_in_flight=1, max_backlog_bytes=1 << 40,
-            lease_seconds=60, max_attempts=3,
+            state,
+            launcher,
+            worker_id="t",
+            max_in_flight=1,
+            max_backlog_bytes=1 << 40,
+            lease_seconds=60,
+            max_attempts=3,
         )
         scheduler.claim([job.id])
         while not scheduler.tick(0):

@@ -141,7 +141,6 @@ def test_the_coordinator_sends_urgent_jobs_at_once_and_batches_wait_to_fill(stat
         assert {state.get_job(j.job_id).status for j in normal} == {JobStatus.PREPARED}
 
 
-
 def test_synchronous_work_is_sent_while_the_loop_is_busy_polling(state: SqlStateStore) -> None:
     with EmulatorServer(EmulatorConfig(processing_seconds=0)) as emulator:
         values = {"anthropic_base_url": emulator.base_url, "anthropic_api_key": "test-key"}

@@ -51,7 +51,9 @@ class Postgres:
     def _ctl(self, action: str, *, check: bool = True) -> None:
         subprocess.run(
             ["pg_ctlcluster", "--skip-systemctl-redirect", self.version, "main", action],
-            check=check, capture_output=True, timeout=120,
+            check=check,
+            capture_output=True,
+            timeout=120,
         )
 
     def stop(self) -> None:
@@ -118,8 +120,13 @@ def test_a_database_restart_and_a_store_outage_mid_run_are_waited_out(
     bucket = "outage"
     from minio import Minio
 
-    Minio(s3.endpoint, secure=False, region="us-east-1", access_key=S3_KEYS["minio_access_key"],
-          secret_key=S3_KEYS["minio_secret_key"]).make_bucket(bucket, location="us-east-1")
+    Minio(
+        s3.endpoint,
+        secure=False,
+        region="us-east-1",
+        access_key=S3_KEYS["minio_access_key"],
+        secret_key=S3_KEYS["minio_secret_key"],
+    ).make_bucket(bucket, location="us-east-1")
     truth = write_samples(tmp_path / "in", bundles=2, seed=11)
     # Batches end 3 s after their create: while the database is away, so their answers are filed
     # once it is back and written while the store is still away.

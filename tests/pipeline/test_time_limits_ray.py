@@ -98,8 +98,14 @@ def test_a_hung_prepare_task_and_a_hung_write_are_stopped(
 
     tasks = SleepyTasks()
     sched = PrepareScheduler(
-        state, tasks, worker_id="t", max_in_flight=4, max_backlog_bytes=10**9,
-        lease_seconds=60, max_attempts=3, timeout=1.0,
+        state,
+        tasks,
+        worker_id="t",
+        max_in_flight=4,
+        max_backlog_bytes=10**9,
+        lease_seconds=60,
+        max_attempts=3,
+        timeout=1.0,
     )
     job = _job(state, 1, JobStatus.PENDING)
     sched.claim([job])

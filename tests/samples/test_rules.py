@@ -1,5 +1,3 @@
-
-
 def test_a_reference_whose_d_was_read_as_zero_is_still_found() -> None:
     from raybatch.claude.emulator.rules import answer_chunk
 

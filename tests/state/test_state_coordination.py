@@ -15,7 +15,10 @@ from raybatch.state import SqlStateStore
 
 def job(store: SqlStateStore, n: int, status: JobStatus = JobStatus.PREPARED) -> int:
     record, _ = store.register_job(
-        sha256=sha(n), source_uri=f"file:///{n}.pdf", source_name=f"{n}.pdf", kind=SourceKind.PDF,
+        sha256=sha(n),
+        source_uri=f"file:///{n}.pdf",
+        source_name=f"{n}.pdf",
+        kind=SourceKind.PDF,
         size_bytes=1,
     )
     store.transition(record.id, [JobStatus.PENDING], status)

@@ -100,7 +100,11 @@ def test_claims_and_reads_take_70000_ids(store: SqlStateStore) -> None:
     ids = insert_jobs(store, 70_000)
     assert len(store.get_jobs(ids)) == 70_000
     leases = store.claim_jobs(
-        worker_id="d", from_statuses=[PENDING], to_status=PREPARING, lease_seconds=60, limit=3,
+        worker_id="d",
+        from_statuses=[PENDING],
+        to_status=PREPARING,
+        lease_seconds=60,
+        limit=3,
         job_ids=ids[::-1],
     )
     assert [lease.job_id for lease in leases] == ids[:3]
@@ -123,9 +127,7 @@ def test_windows_and_aggregates(store: SqlStateStore, clock: FakeClock) -> None:
     clock.advance(11)  # the dead writer's lease ran out: its job is writable again, first in line
     assert [j.id for j in store.claimable_jobs([ANSWERED], WRITING, limit=3)] == [stale.job_id, *ids[1:3]]
     assert [j.id for j in store.list_jobs([PENDING], limit=4, after_id=ids[10])] == ids[11:15]
-    store.upsert_documents(
-        ids[0], [DocumentRecord(ids[0], 0, 1, 2, "invoice", pdf_key="k.pdf")]
-    )
+    store.upsert_documents(ids[0], [DocumentRecord(ids[0], 0, 1, 2, "invoice", pdf_key="k.pdf")])
     totals = store.job_totals()
     assert totals.jobs == 30 and totals.documents == 1 and totals.pages == 60
     assert totals.by_status[ANSWERED] == 5 and totals.by_status[WRITING] == 1

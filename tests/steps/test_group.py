@@ -36,8 +36,13 @@ D15 = ["Д-15/2024", "д 15 / 2024", "№Д-15/2024", "Договор № Д-15/
 
 def _doc(index: int, counterparty: str | None, reference: str | None, job_id: int = 1) -> DocumentRecord:
     return DocumentRecord(
-        job_id=job_id, index=index, first_page=index + 1, last_page=index + 1, doc_type="invoice",
-        counterparty=counterparty, reference=reference,
+        job_id=job_id,
+        index=index,
+        first_page=index + 1,
+        last_page=index + 1,
+        doc_type="invoice",
+        counterparty=counterparty,
+        reference=reference,
     )
 
 
@@ -55,7 +60,7 @@ def test_spellings_of_one_deal_share_a_key(name: str, reference: str) -> None:
         ("Granite Peak Construction Ltd", "Granite Peak Construction Limited"),
         ("Crescent Marine Supply Co.", "crescent marine supply"),
         ("ИП Соколова Марина Игоревна", "Индивидуальный предприниматель Соколова Марина Игоревна"),
-        ("АО «Уральские Станки»", "Акционерное общество \"Уральские станки\""),
+        ("АО «Уральские Станки»", 'Акционерное общество "Уральские станки"'),
         ("Blue Harbor Foods Inc.", "BlueHarbor Foods Inc"),  # a lost space
     ],
 )
@@ -147,8 +152,10 @@ def test_assign_groups_leaves_ungroupable_documents_without_key() -> None:
 def test_group_identity_fields() -> None:
     identity = group_identity("ООО «Ромашка»", "Д-15/2024")
     assert identity == GroupIdentity(
-        key=identity.key if identity else "", label="ООО «Ромашка» · Д-15/2024",
-        counterparty="pomaшka", reference="д152024",
+        key=identity.key if identity else "",
+        label="ООО «Ромашка» · Д-15/2024",
+        counterparty="pomaшka",
+        reference="д152024",
     )
 
 
@@ -192,7 +199,8 @@ def test_sample_corpus_groups_survive_ocr_noise(seed: int) -> None:
     truth = _sample_truth(6, seed)
     noisy = {
         noise.add_ocr_noise(doc["counterparty"], f"{bundle['file']}:{doc['index']}")
-        for bundle in truth["bundles"] for doc in bundle["documents"]
+        for bundle in truth["bundles"]
+        for doc in bundle["documents"]
     }
     assert len(noisy) > len(truth["groups"])  # the noise really changed some spellings
     assert _found_partition(truth, noise.add_ocr_noise) == _truth_partition(truth)

@@ -14,8 +14,15 @@ from raybatch.steps.manifest import build_manifest
 PRICES = ModelPrices(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30, batch_discount=0.5)
 
 JOB = JobRecord(
-    id=12, sha256="ab" * 32, source_uri="s3://in/scans/Счёт 2024.pdf", source_name="Счёт 2024.pdf",
-    kind=SourceKind.PDF, size_bytes=123_456, status=JobStatus.WRITING, mode="batch", pages=10,
+    id=12,
+    sha256="ab" * 32,
+    source_uri="s3://in/scans/Счёт 2024.pdf",
+    source_name="Счёт 2024.pdf",
+    kind=SourceKind.PDF,
+    size_bytes=123_456,
+    status=JobStatus.WRITING,
+    mode="batch",
+    pages=10,
 )
 KEY = group_key("ООО «Ромашка»", "Д-15/2024")
 
@@ -23,14 +30,33 @@ KEY = group_key("ООО «Ромашка»", "Д-15/2024")
 def _docs() -> list[DocumentRecord]:
     return [
         DocumentRecord(
-            job_id=12, index=1, first_page=3, last_page=10, doc_type="invoice", title="Счёт № 7",
-            date="2024-03-01", number="7", counterparty="ООО «Ромашка»", amount=1500.5, currency="RUB",
-            reference="Д-15/2024", fields={"inn": "7701"}, group_key=KEY,
-            pdf_key="jobs/12/documents/1.pdf", thumb_key="jobs/12/documents/1.webp",
+            job_id=12,
+            index=1,
+            first_page=3,
+            last_page=10,
+            doc_type="invoice",
+            title="Счёт № 7",
+            date="2024-03-01",
+            number="7",
+            counterparty="ООО «Ромашка»",
+            amount=1500.5,
+            currency="RUB",
+            reference="Д-15/2024",
+            fields={"inn": "7701"},
+            group_key=KEY,
+            pdf_key="jobs/12/documents/1.pdf",
+            thumb_key="jobs/12/documents/1.webp",
         ),
         DocumentRecord(
-            job_id=12, index=0, first_page=1, last_page=2, doc_type="contract", counterparty="ООО Ромашка",
-            reference="Д-15/2024", group_key=KEY, amount=float("nan"),
+            job_id=12,
+            index=0,
+            first_page=1,
+            last_page=2,
+            doc_type="contract",
+            counterparty="ООО Ромашка",
+            reference="Д-15/2024",
+            group_key=KEY,
+            amount=float("nan"),
         ),
     ]
 
@@ -43,8 +69,16 @@ def _chunk(n: int, usage: Usage, mode: str | None = "batch", **fields: object) -
         "cache_creation_tokens": usage.cache_creation_tokens,
     }
     return ChunkRecord(
-        job_id=12, n=n, first_page=1, last_page=8, custom_id=f"job_12_batch_{n}", processing_key="k",
-        status=ChunkStatus.SUCCEEDED, sent_mode=mode, **tokens, **fields,  # type: ignore[arg-type]
+        job_id=12,
+        n=n,
+        first_page=1,
+        last_page=8,
+        custom_id=f"job_12_batch_{n}",
+        processing_key="k",
+        status=ChunkStatus.SUCCEEDED,
+        sent_mode=mode,
+        **tokens,
+        **fields,  # type: ignore[arg-type]
     )
 
 
@@ -56,8 +90,13 @@ def _manifest(chunks: list[ChunkRecord] | None = None, **kwargs: object) -> dict
 def test_job_is_described_by_id_and_hash_with_its_name_as_metadata() -> None:
     job = _manifest()["job"]
     assert job == {
-        "id": 12, "sha256": "ab" * 32, "source_name": "Счёт 2024.pdf", "kind": "pdf",
-        "size_bytes": 123_456, "pages": 10, "mode": "batch",
+        "id": 12,
+        "sha256": "ab" * 32,
+        "source_name": "Счёт 2024.pdf",
+        "kind": "pdf",
+        "size_bytes": 123_456,
+        "pages": 10,
+        "mode": "batch",
     }
 
 
@@ -101,7 +140,10 @@ def test_each_chunk_pays_the_price_of_the_mode_it_was_sent_with() -> None:
 def test_usage_of_many_chunks_adds_up() -> None:
     manifest = _manifest([_chunk(0, Usage(1, 2, 3, 4)), _chunk(1, Usage(10, 20, 30, 40))])
     assert manifest["usage"] == {
-        "input_tokens": 11, "output_tokens": 22, "cache_read_tokens": 33, "cache_creation_tokens": 44,
+        "input_tokens": 11,
+        "output_tokens": 22,
+        "cache_read_tokens": 33,
+        "cache_creation_tokens": 44,
     }
 
 

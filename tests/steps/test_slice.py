@@ -12,8 +12,12 @@ from raybatch.steps.slice import slice_document
 WIDTH, HEIGHT = 595, 842
 LINE = "Invoice No. 42 from Acme Trading"
 # Where the top edge of content drawn at each angle lies on the unturned page, and where its text starts.
-TOP_BAR = {0: (0, 0, WIDTH, 40), 90: (0, 0, 40, HEIGHT), 180: (0, HEIGHT - 40, WIDTH, HEIGHT),
-           270: (WIDTH - 40, 0, WIDTH, HEIGHT)}
+TOP_BAR = {
+    0: (0, 0, WIDTH, 40),
+    90: (0, 0, 40, HEIGHT),
+    180: (0, HEIGHT - 40, WIDTH, HEIGHT),
+    270: (WIDTH - 40, 0, WIDTH, HEIGHT),
+}
 ORIGIN = {0: (60, 300), 90: (300, 700), 180: (540, 500), 270: (300, 100)}
 QPDF_CORPUS = Path(__file__).resolve().parents[1] / "data" / "qpdf"  # real damaged and encrypted PDFs
 

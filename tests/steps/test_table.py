@@ -18,17 +18,29 @@ KEYS = OutputKeys("ab" * 16)
 
 def _job(job_id: int) -> JobRecord:
     return JobRecord(
-        id=job_id, sha256=f"{job_id:064x}", source_uri=f"/in/{job_id}.pdf", source_name=f"скан {job_id}.pdf",
-        kind=SourceKind.PDF, size_bytes=10, status=JobStatus.WRITING,
+        id=job_id,
+        sha256=f"{job_id:064x}",
+        source_uri=f"/in/{job_id}.pdf",
+        source_name=f"скан {job_id}.pdf",
+        kind=SourceKind.PDF,
+        size_bytes=10,
+        status=JobStatus.WRITING,
     )
 
 
 def _docs(job_id: int, count: int) -> list[DocumentRecord]:
     return [
         DocumentRecord(
-            job_id=job_id, index=i, first_page=2 * i + 1, last_page=2 * i + 2, doc_type="invoice",
-            date="2024-03-0" + str(i + 1) if i < 2 else "3 марта 2024", amount=100.0 * i,
-            counterparty="ООО «Ромашка»", fields={"b": "2", "a": "1"}, group_key="g_0123456789abcdef",
+            job_id=job_id,
+            index=i,
+            first_page=2 * i + 1,
+            last_page=2 * i + 2,
+            doc_type="invoice",
+            date="2024-03-0" + str(i + 1) if i < 2 else "3 марта 2024",
+            amount=100.0 * i,
+            counterparty="ООО «Ромашка»",
+            fields={"b": "2", "a": "1"},
+            group_key="g_0123456789abcdef",
         )
         for i in range(count)
     ]
@@ -82,7 +94,9 @@ def test_rerun_replaces_the_job_rows(tmp_path: Path) -> None:
     _write(tmp_path, 1, 1)  # job 1 again, now with one document
     table = read_documents_table(tmp_path)
     assert sorted(zip(table["job_id"].to_pylist(), table["index"].to_pylist(), strict=True)) == [
-        (1, 0), (2, 0), (2, 1),
+        (1, 0),
+        (2, 0),
+        (2, 1),
     ]
 
 

@@ -198,4 +198,3 @@ class BatchStore:
 
 def _errored(kind: str, message: str | None) -> dict[str, Any]:
     return {"type": "errored", "error": wire.error_body(kind, message, wire.new_id("req"))}
-

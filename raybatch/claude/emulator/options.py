@@ -13,7 +13,7 @@ def add_emulator_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--processing-seconds", type=float, default=2.0, help="time a batch takes to end")
     parser.add_argument("--api-key", default=None, help="require this key (Bearer or x-api-key)")
     parser.add_argument("--public-url", default=None, help="base of results_url (default: the Host used)")
-    parser.add_argument("--faults", default=None, help='fault knobs as JSON, e.g. \'{"latency": 0.1}\'')
+    parser.add_argument("--faults", default=None, help="fault knobs as JSON, e.g. '{\"latency\": 0.1}'")
     parser.add_argument("--faults-file", type=Path, default=None, help="fault knobs from a JSON file")
     parser.add_argument("--seed", type=int, default=None, help="seed of the fault draws")
 
