@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import importlib.util
 import io
 import os
 import re
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from raybatch.errors import ConfigError, InvalidSource
 from raybatch.models import PageText
@@ -133,16 +135,25 @@ class TesseractOcrEngine:
         self.install = install
         self.languages = languages
         self.threads = threads  # kept for the engines' common signature: one Tesseract thread per page
-        self.name = f"tesseract-{install.version()}/{languages}"
+        # Rotation: RapidOCR's line geometry when its extra is installed (it reads every page of the
+        # sample corpus right); else Tesseract's orientation model, which misreads some sparse pages.
+        self.rotation: Any = None
+        if importlib.util.find_spec("rapidocr") is not None:
+            from raybatch.ocr.rapid import RapidOcrEngine
+
+            self.rotation = RapidOcrEngine(threads=threads)
+        suffix = "" if self.rotation is not None else f"/{ORIENTATION_MODEL}"
+        self.name = f"tesseract-{install.version()}/{languages}{suffix}"
 
     def read(self, pages: Sequence[PageImage]) -> list[PageText]:
         """Text, mean word confidence and upright rotation for each page."""
         return [self.read_one(page) for page in pages]
 
     def read_one(self, page: PageImage) -> PageText:
-        """One page: its rotation from Tesseract's orientation model, then Tesseract on the upright page."""
+        """One page: its rotation (RapidOCR, else Tesseract's orientation model), then Tesseract on
+        the upright page."""
         image = decode_bgr(page.image, page.page)
-        rotation = self.detect_rotation(page)
+        rotation = self.rotation.detect_rotation(image) if self.rotation else self.detect_rotation(page)
         upright = encode_png(turn_clockwise(image, rotation))
         tsv = self._run(["-l", self.languages, "--psm", "3", "tsv"], upright, page.page)
         text, confidence = parse_tsv(tsv)
