@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pymupdf
 import pytest
-from pipeline_support import run_settings
+from pipeline_support import chunk_answers, run_settings
 
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.cli import main
@@ -82,8 +82,10 @@ def test_an_urgent_bundle_jumps_a_running_backlog(
             reports["urgent"] = submit(settings, [str(urgent_file)], urgent=True)
         finally:
             backlog.join(timeout=300)
-        answers = emulator.app.answers()
-        batched = {r.custom_id for b in emulator.app.store.newest_first() for r in b.requests}
+        answers = chunk_answers(emulator.app.answers())
+        batched = set(
+            chunk_answers({r.custom_id: 1 for b in emulator.app.store.newest_first() for r in b.requests})
+        )
 
     assert set(reports) == {"backlog", "urgent"} and reports["urgent"].ok and reports["backlog"].ok
     [urgent] = reports["urgent"].jobs
