@@ -50,7 +50,7 @@ def warm_up(settings: Settings, path: Path, tasks: int) -> None:
     job, data = source_job(path)
     ref = ray.put(data)
     task_settings = settings.for_prepare_tasks()
-    ray.get([prepare_chunk.remote(task_settings, job, ChunkPlan(0, 1, 1), ref) for _ in range(tasks)])
+    ray.get([prepare_chunk.remote(task_settings, job, ChunkPlan(0, 1, 1), ref, ()) for _ in range(tasks)])
 
 
 def prepare_only(settings: Settings, paths: Sequence[Path], tick: float = 0.01) -> Timing:
