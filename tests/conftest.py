@@ -7,6 +7,8 @@ import logging
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from needs import missing_service
@@ -93,3 +95,12 @@ def s3_server() -> Iterator[S3Server]:
     finally:
         server.stop()
         werkzeug_log.setLevel(level)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Any:
+    """A fresh SQLite state database of the test's own (a ``SqlStateStore``)."""
+    from raybatch.settings import StateSettings
+    from raybatch.state import open_state
+
+    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))

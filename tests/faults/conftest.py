@@ -1,4 +1,5 @@
-"""Fixtures of the fault suite: an emulator, a SQLite state store, and the pipeline tests' builders."""
+"""Fixtures of the fault suite: an emulator and the pipeline tests' builders (its SQLite state store is
+the shared ``state`` fixture)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent.parent / "pipeline"))  # builders.py, pipeline_support.py
 
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
-from raybatch.settings import StateSettings
-from raybatch.state import SqlStateStore, open_state
 
 
 @pytest.fixture
 def emulator() -> Iterator[EmulatorServer]:
     with EmulatorServer(EmulatorConfig(processing_seconds=0)) as server:
         yield server
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> SqlStateStore:
-    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))

@@ -51,11 +51,6 @@ class CancelingStore(MemoryObjectStore):
         return result
 
 
-@pytest.fixture
-def state(tmp_path: Path) -> SqlStateStore:
-    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
-
-
 @pytest.mark.parametrize("trigger", ["0.webp", "manifest.json"])
 def test_a_write_canceled_midway_writes_nothing_more_and_leaves_nothing(
     state: SqlStateStore,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from builders import bundle_texts, prepared_job
@@ -13,19 +12,14 @@ from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.ids import marked_custom_id
 from raybatch.models import BatchStatus, ChunkStatus, JobStatus
-from raybatch.settings import ClaudeSettings, StateSettings
-from raybatch.state import SqlStateStore, open_state
+from raybatch.settings import ClaudeSettings
+from raybatch.state import SqlStateStore
 
 
 @pytest.fixture
 def emulator() -> Iterator[EmulatorServer]:
     with EmulatorServer(EmulatorConfig(processing_seconds=0)) as server:
         yield server
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> SqlStateStore:
-    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
 
 
 def claude(emulator: EmulatorServer, **overrides: object) -> ClaudeSettings:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
 from builders import PreparedJob, bundle_texts, prepared_job
 
 from raybatch.actors.coordinator import BatchCoordinator
@@ -15,11 +14,6 @@ from raybatch.commands import cancel_jobs as cancel_command
 from raybatch.models import BatchStatus, ChunkStatus, JobStatus
 from raybatch.settings import ClaudeSettings, StateSettings, load_settings
 from raybatch.state import SqlStateStore, open_state
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> SqlStateStore:
-    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
 
 
 def coordinator(emulator: EmulatorServer, state: SqlStateStore, **overrides: object) -> BatchCoordinator:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,8 +11,7 @@ from raybatch.actors.dispatch import WriterPool, admissible
 from raybatch.actors.writer import MB, WriteReport
 from raybatch.ids import sha256_bytes
 from raybatch.models import JobStatus, Lease, SourceKind
-from raybatch.settings import StateSettings
-from raybatch.state import SqlStateStore, open_state
+from raybatch.state import SqlStateStore
 
 
 class FakeWriter:
@@ -58,11 +56,6 @@ class Harness:
 
     def answered(self) -> list[Any]:
         return self.state.list_jobs([JobStatus.ANSWERED])
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> SqlStateStore:
-    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
 
 
 def answered_job(state: SqlStateStore, n: int, size_mb: float) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,13 +17,7 @@ from ray.exceptions import ActorDiedError, RayActorError
 
 from raybatch.actors.driver import Driver
 from raybatch.models import JobStatus
-from raybatch.settings import StateSettings
-from raybatch.state import SqlStateStore, open_state
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> SqlStateStore:
-    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+from raybatch.state import SqlStateStore
 
 
 class Pauses:

@@ -4,10 +4,8 @@ and jobs another process registered), the writers, and the coordinator's synchro
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
-import pytest
 from builders import bundle_texts, prepared_job
 from driver_support import (
     CoordinatorState,
@@ -26,13 +24,8 @@ from raybatch.actors.driver import Driver
 from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.models import JobStatus, Priority
-from raybatch.settings import ClaudeSettings, StateSettings
-from raybatch.state import SqlStateStore, open_state
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> SqlStateStore:
-    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+from raybatch.settings import ClaudeSettings
+from raybatch.state import SqlStateStore
 
 
 def urgent_job(state: SqlStateStore, n: int, pages: int = 1) -> int:

@@ -7,20 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pymupdf
-import pytest
 from ray.exceptions import RayTaskError, WorkerCrashedError
 
 from raybatch.actors.scheduler import failure_reason
 from raybatch.models import JobStatus
 from raybatch.register import Inspection, Registrar, SourceIntake, inspect_source
-from raybatch.settings import StateSettings, StoreSettings
+from raybatch.settings import StoreSettings
 from raybatch.sources import SourceFile, iter_sources
-from raybatch.state import SqlStateStore, open_state
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> SqlStateStore:
-    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+from raybatch.state import SqlStateStore
 
 
 def write_pdf(path: Path, pages: int) -> None:

@@ -6,8 +6,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from raybatch.actors.prepare import ChunkSummary
 from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.errors import InvalidSource
@@ -66,11 +64,6 @@ class FakeTasks:
 
     def finish_all(self, scheduler: PrepareScheduler) -> None:
         self.done |= set(scheduler._in_flight)
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> SqlStateStore:
-    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
 
 
 def pending_job(state: SqlStateStore, n: int, pages: int) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from builders import PreparedJob, bundle_texts, prepared_job
@@ -14,9 +13,9 @@ from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.cost import prices_for
 from raybatch.models import JobStatus
 from raybatch.report import status_summary
-from raybatch.settings import DEFAULT_MODEL, ClaudeSettings, StateSettings
+from raybatch.settings import DEFAULT_MODEL, ClaudeSettings
 from raybatch.spend import committed, expected_cost, parked_reason, raise_caps, read_caps, start_run
-from raybatch.state import SqlStateStore, open_state
+from raybatch.state import SqlStateStore
 
 PRICES = prices_for(DEFAULT_MODEL)
 
@@ -25,11 +24,6 @@ PRICES = prices_for(DEFAULT_MODEL)
 def emulator() -> Iterator[EmulatorServer]:
     with EmulatorServer(EmulatorConfig(processing_seconds=0)) as server:
         yield server
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> SqlStateStore:
-    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
 
 
 def _expected(job: PreparedJob) -> float:

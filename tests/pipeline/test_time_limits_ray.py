@@ -15,8 +15,7 @@ from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.actors.writer import WriteReport
 from raybatch.ids import sha256_bytes
 from raybatch.models import JobRecord, JobStatus, Lease, SourceKind
-from raybatch.settings import StateSettings
-from raybatch.state import SqlStateStore, open_state
+from raybatch.state import SqlStateStore
 from raybatch.steps.chunk import ChunkPlan
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -61,11 +60,6 @@ class SleepyWriter:
             self._flag.touch()
             _hang()
         return WriteReport(lease.job_id, JobStatus.COMPLETED, 0, 0, 0, 1, 0)
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> SqlStateStore:
-    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
 
 
 def _job(state: SqlStateStore, n: int, status: JobStatus) -> int:
