@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from driver_support import pending_job
+from waiting import wait_for
 
 from raybatch.actors.dispatch import WriterPool
 from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.actors.writer import WriteReport
-from raybatch.ids import sha256_bytes
-from raybatch.models import JobRecord, JobStatus, Lease, SourceKind
+from raybatch.models import JobRecord, JobStatus, Lease
 from raybatch.state import SqlStateStore
 from raybatch.steps.chunk import ChunkPlan
 
@@ -63,22 +64,9 @@ class SleepyWriter:
 
 
 def _job(state: SqlStateStore, n: int, status: JobStatus) -> int:
-    job, _ = state.register_job(
-        sha256=sha256_bytes(str(n).encode()),
-        source_uri=f"file:///{n}",
-        source_name=f"{n}.pdf",
-        kind=SourceKind.PDF,
-        size_bytes=1000,
-    )
-    state.transition(job.id, [JobStatus.PENDING], status, pages=8)
-    return job.id
-
-
-def _until(check: Any, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
+    job_id = pending_job(state, n, pages=8)
+    state.transition(job_id, [JobStatus.PENDING], status)
+    return job_id
 
 
 def test_a_hung_prepare_task_and_a_hung_write_are_stopped(
@@ -104,7 +92,7 @@ def test_a_hung_prepare_task_and_a_hung_write_are_stopped(
     job = _job(state, 1, JobStatus.PENDING)
     sched.claim([job])
     sched.tick(0)
-    _until(lambda: (sched.tick(0), not sched.holds(job))[1])
+    wait_for(lambda: (sched.tick(0), not sched.holds(job))[1])
     assert state.get_job(job).status is JobStatus.PENDING
     with pytest.raises((TaskCancelledError, WorkerCrashedError)):
         ray.get(tasks.refs[0], timeout=60)
@@ -116,7 +104,7 @@ def test_a_hung_prepare_task_and_a_hung_write_are_stopped(
     )
     written = _job(state, 2, JobStatus.ANSWERED)
     pool.admit(state.list_jobs([JobStatus.ANSWERED]))
-    _until(lambda: (reports := pool.collect()) and reports[0].status is JobStatus.ANSWERED)
+    wait_for(lambda: (reports := pool.collect()) and reports[0].status is JobStatus.ANSWERED)
     assert state.get_job(written).status is JobStatus.ANSWERED
     ended: list[WriteReport] = []
 
@@ -125,7 +113,7 @@ def test_a_hung_prepare_task_and_a_hung_write_are_stopped(
         ended.extend(pool.collect())
         return bool(ended)
 
-    _until(written_again)
+    wait_for(written_again)
     assert ended[0].status is JobStatus.COMPLETED
     assert state.get_job(written).attempts == 2, "the restart cost the job no extra try"
     ray.kill(writer)
