@@ -28,7 +28,6 @@ from raybatch.state.schema import errors, jobs
 JOB_FIELDS = frozenset({"pages", "progress", "mode", "attempts", "error_class", "error_message"})
 _CLAIM_ROUNDS = 3  # re-select after losing races, so a claimer still fills its limit
 _LEASES_PER_STATEMENT = 10_000  # 30,000 parameters a statement, within every backend's limit
-_RELEASED = RELEASED_LEASE
 # Claims take urgent jobs first, then the oldest.
 _FIRST = (sa.case((jobs.c.priority == Priority.URGENT.value, 0), else_=1), jobs.c.id)
 
@@ -49,9 +48,6 @@ def _fields(fields: Mapping[str, Any]) -> dict[str, Any]:
 
 def _statuses(statuses: Iterable[JobStatus]) -> list[str]:
     return [JobStatus(s).value for s in statuses]
-
-
-_held_by = held_by
 
 
 def _claimable(from_statuses: list[str], to_status: JobStatus, now: datetime) -> sa.ColumnElement[bool]:
@@ -206,7 +202,7 @@ class JobQueries(SqlBase):
     @staticmethod
     def _reopen(conn: Connection, job_id: int, now: datetime) -> JobRecord | None:
         values = {
-            **_RELEASED,
+            **RELEASED_LEASE,
             "status": JobStatus.PENDING.value,
             "attempts": 0,
             "progress": 0.0,
@@ -420,20 +416,20 @@ class JobQueries(SqlBase):
                 sa.or_(jobs.c.lease_expires_at.is_(None), jobs.c.lease_expires_at <= now),
                 jobs.c.updated_at <= now - timedelta(seconds=idle_seconds),
             ]
-            values = {**_RELEASED, "status": JobStatus.PENDING.value, "updated_at": now}
+            values = {**RELEASED_LEASE, "status": JobStatus.PENDING.value, "updated_at": now}
             return conn.execute(sa.update(jobs).where(*where).values(values)).rowcount == 1
 
     def holds(self, lease: Lease) -> bool:
         """Whether ``lease`` still holds its job (not taken over, released or canceled)."""
         with self._read() as conn:
-            return conn.execute(sa.select(jobs.c.id).where(_held_by(lease))).first() is not None
+            return conn.execute(sa.select(jobs.c.id).where(held_by(lease))).first() is not None
 
     def renew_lease(self, lease: Lease, lease_seconds: float) -> Lease:
         """Extend a lease still held; raises LeaseLost when it was taken over or released."""
         with self._write() as conn:
             now = self._now()
             expires = now + timedelta(seconds=lease_seconds)
-            renew = sa.update(jobs).where(_held_by(lease)).values(lease_expires_at=expires, updated_at=now)
+            renew = sa.update(jobs).where(held_by(lease)).values(lease_expires_at=expires, updated_at=now)
             if conn.execute(renew).rowcount != 1:
                 raise LeaseLost(f"job {lease.job_id}: lease {lease.token} of {lease.worker_id} is gone")
         return replace(lease, expires_at=expires)
@@ -444,9 +440,9 @@ class JobQueries(SqlBase):
         ``fields`` may set pages, progress, mode, attempts (e.g. 0 to give the next phase a fresh
         budget), error_class and error_message.
         """
-        values = {**_fields(fields), **_RELEASED, "status": JobStatus(to_status).value}
+        values = {**_fields(fields), **RELEASED_LEASE, "status": JobStatus(to_status).value}
         with self._write() as conn:
-            finish = sa.update(jobs).where(_held_by(lease)).values(values).values(updated_at=self._now())
+            finish = sa.update(jobs).where(held_by(lease)).values(values).values(updated_at=self._now())
             if conn.execute(finish).rowcount != 1:
                 raise LeaseLost(f"job {lease.job_id}: lease {lease.token} of {lease.worker_id} is gone")
 
@@ -457,7 +453,7 @@ class JobQueries(SqlBase):
 
         A transition ends any lease on the job, so its holder's next renew or finish is refused.
         """
-        values = {**_fields(fields), **_RELEASED, "status": JobStatus(to_status).value}
+        values = {**_fields(fields), **RELEASED_LEASE, "status": JobStatus(to_status).value}
         move = (
             sa.update(jobs)
             .where(jobs.c.id == job_id, jobs.c.status.in_(_statuses(from_statuses)))
@@ -475,11 +471,11 @@ class JobQueries(SqlBase):
         """
         where = [jobs.c.id == job_id, jobs.c.status.not_in(_statuses(TERMINAL_JOB_STATUSES))]
         if lease is not None:
-            where.append(_held_by(lease))
+            where.append(held_by(lease))
         with self._write() as conn:
             now = self._now()
             values = {
-                **_RELEASED,
+                **RELEASED_LEASE,
                 "status": JobStatus.FAILED.value,
                 "error_class": error_class,
                 "error_message": clip(message),
