@@ -21,7 +21,7 @@ from raybatch.ids import sha256_bytes
 from raybatch.models import JobRecord, JobStatus, Priority, SourceKind, mode_for
 from raybatch.settings import StoreSettings
 from raybatch.sources import SourceFile, read_source
-from raybatch.state.port import StateStore
+from raybatch.state.port import NewJob, StateStore
 from raybatch.steps.source import detect_kind, open_source
 
 log = logging.getLogger(__name__)
@@ -106,20 +106,23 @@ class Registrar:
 
     def register(self, inspection: Inspection) -> Registration:
         """Make (or find) the job of one inspected file and record what the inspection found."""
+        return self.register_many([inspection])[0]
+
+    def register_many(self, inspections: Sequence[Inspection]) -> list[Registration]:
+        """``register`` for each, the jobs made or found in one transaction."""
+        mode = mode_for(self.priority, self.mode)
+        new = [
+            NewJob(i.sha256, i.source.uri, i.source.name, i.kind, i.size, mode, i.pages, self.priority)
+            for i in inspections
+        ]
+        found = self.state.register_jobs(new, force=self.force)
+        return [self._recorded(i, job, created) for i, (job, created) in zip(inspections, found, strict=True)]
+
+    def _recorded(self, inspection: Inspection, job: JobRecord, created: bool) -> Registration:
+        """What the inspection found, on a job that is still pending (a new one holds it already)."""
         source = inspection.source
-        job, created = self.state.register_job(
-            sha256=inspection.sha256,
-            source_uri=source.uri,
-            source_name=source.name,
-            kind=inspection.kind,
-            size_bytes=inspection.size,
-            mode=mode_for(self.priority, self.mode),
-            force=self.force,
-            pages=inspection.pages,
-            priority=self.priority,
-        )
         if job.status is not JobStatus.PENDING or (created and inspection.problem is None):
-            return Registration(source, job, created)  # a new job already holds what was found
+            return Registration(source, job, created)
         if inspection.problem is not None:
             problem = inspection.problem
             self.state.fail_job(job.id, "register", error_class(problem), str(problem))
@@ -192,10 +195,11 @@ class SourceIntake:
 
     def take(self) -> list[JobRecord]:
         """The jobs of the files whose inspection came back, in listing order; more files started."""
-        jobs: list[JobRecord] = []
+        inspections: list[Inspection] = []
         while self._pending and self._ready(self._pending[0][1]):
             source, ref = self._pending.popleft()
-            jobs.append(self._registrar.register(self._inspection(source, ref)).job)
+            inspections.append(self._inspection(source, ref))
+        jobs = [r.job for r in self._registrar.register_many(inspections)] if inspections else []
         if jobs:
             jobs = self._review(jobs)
         self.jobs += len(jobs)

@@ -28,7 +28,7 @@ from raybatch.actors.scheduler import PrepareScheduler, ReadyJob
 from raybatch.errors import AuthenticationFailed, RaybatchError
 from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, Priority
 from raybatch.spend import parked_reason
-from raybatch.state.port import StateStore
+from raybatch.state.port import JobGlance, StateStore
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,7 @@ ANSWERED_POLL_SECONDS = 0.2  # how often idle writers look for answered jobs, be
 SNAPSHOT_SECONDS = 0.25  # how often the coordinator's backlog is asked for
 FLUSH_SECONDS = 5.0  # the flush flag is sent again this often (a restarted coordinator lost it)
 PROGRESS_SECONDS = 0.2
+PARKED_SECONDS = 1.0  # how often progress asks the database whether sending is parked
 URGENT_POLL_SECONDS = 0.25  # how often urgent pending jobs are looked for in the database
 URGENT_LOOKAHEAD = 100  # urgent jobs of other runs passed over when looking for this run's
 
@@ -144,6 +145,8 @@ class Driver:
         now = monotonic()
         self._started = self._last_renew = self._moved_at = now
         self._asked_snapshot = self._asked_answered = self._sent_flush = self._reported = -1e9
+        self._parked_at: float = -1e9
+        self._parked_why: str | None = None
         self._swept = self._asked_urgent = -1e9
         self._flushing: bool | None = None
         self._last_move: Any = None
@@ -252,7 +255,7 @@ class Driver:
         ids = self._sweep[self._cursor : self._cursor + SWEEP_SIZE]
         self._cursor += SWEEP_SIZE
         if ids:
-            for job in self._state.get_jobs(ids):
+            for job in self._state.glance_jobs(ids):
                 if job.priority is Priority.URGENT:
                     self._urgent.add(job.id)
                 if self._holds(job.id):
@@ -261,7 +264,7 @@ class Driver:
                 elif job.status is not self._seen[job.id] or self._orphan(job):
                     self._see(job.id, job.status)
 
-    def _stop_if_canceled(self, job: JobRecord) -> None:
+    def _stop_if_canceled(self, job: JobGlance) -> None:
         """A job this driver prepares, canceled meanwhile: its preparation stops now (its writer,
         if it has one, is fenced by the database)."""
         if job.status is JobStatus.CANCELED and self._parts.scheduler.holds(job.id):
@@ -269,7 +272,7 @@ class Driver:
             self._parts.scheduler.forget([job.id])
             self._see(job.id, job.status)
 
-    def _orphan(self, job: JobRecord) -> bool:
+    def _orphan(self, job: JobGlance) -> bool:
         """A prepared job no driver holds any more (worth asking the database to requeue it)."""
         if job.status is not JobStatus.PREPARED or job.id in self._offered:
             return False
@@ -299,11 +302,16 @@ class Driver:
     def _claim(self) -> None:
         """Claim queued jobs while fewer than the window are being prepared, urgent ones first."""
         scheduler = self._parts.scheduler
-        room = max(1, self._window()) - scheduler.held
+        window = max(1, self._window())
+        room = window - scheduler.held
         if room <= 0:
             return
         urgent = self._urgent_pending(room)
         if not self._queue:
+            return
+        # A quarter of the window at a time: each claim is a few statements, and the jobs still
+        # held keep the prepare tasks busy meanwhile.
+        if not urgent and scheduler.held and room < window // 4:
             return
         if urgent:
             self._queue = deque(j for j in self._queue if j not in urgent)
@@ -323,13 +331,14 @@ class Driver:
             self._see(report.job_id, report.status)
             if report.error:
                 log.warning("job %d: %s", report.job_id, report.error)
-            self._asked_answered = -1e9  # look for the next job now, not at the next poll
+            if not self._candidates:
+                self._asked_answered = -1e9  # look for the next job now, not at the next poll
         if not writers.idle_count:
             return
         now = self._monotonic()
         if not self._candidates or now - self._asked_answered >= ANSWERED_POLL_SECONDS:
             self._asked_answered = now
-            limit = writers.idle_count + len(writers.leases) + 4
+            limit = 2 * (writers.idle_count + len(writers.leases)) + 8
             answered = [JobStatus.ANSWERED]
             self._candidates = self._state.claimable_jobs(answered, JobStatus.WRITING, limit=limit)
         for job_id in writers.admit(self._candidates):
@@ -474,6 +483,12 @@ class Driver:
                 log.info("job %d: write lease not renewed", lease.job_id)
         self._parts.writers.renewed(by_job)
 
+    def _parked(self) -> str | None:
+        """Why sending is parked, if it is (read at most once a second)."""
+        if self._monotonic() - self._parked_at >= PARKED_SECONDS:
+            self._parked_at, self._parked_why = self._monotonic(), parked_reason(self._state)
+        return self._parked_why
+
     def _progress(self) -> Progress:
         snapshot = self._snapshot
         return Progress(
@@ -486,7 +501,7 @@ class Driver:
             writer_mb=self._parts.writers.in_flight_mb,
             paused=bool(snapshot and snapshot.paused),
             elapsed=self._monotonic() - self._started,
-            parked=parked_reason(self._state),
+            parked=self._parked(),
             pages_from_store=self._parts.scheduler.pages_from_store,
             urgent_total=len(self._urgent),
             urgent_done=sum(1 for j in self._urgent if self._seen[j].terminal),

@@ -152,7 +152,7 @@ class PrepareScheduler:
         ids = list(job_ids)
         if not ids:
             return 0
-        leases = self._state.claim_jobs(
+        claimed = self._state.claim_job_records(
             worker_id=self._worker_id,
             from_statuses=[JobStatus.PENDING],
             to_status=JobStatus.PREPARING,
@@ -160,7 +160,8 @@ class PrepareScheduler:
             limit=len(ids),
             job_ids=ids,
         )
-        jobs = {job.id: job for job in self._state.get_jobs(lease.job_id for lease in leases)}
+        leases = [lease for lease, _ in claimed]
+        jobs = {job.id: job for _, job in claimed}
         answered = self._state.chunk_counts(list(jobs)) if leases else {}
         startable = [lease for lease in leases if self._within_attempts(jobs[lease.job_id], lease)]
         has_answers = [

@@ -7,6 +7,7 @@ expired and was taken over is refused (``LeaseLost``) however late it wakes up.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -19,7 +20,7 @@ from sqlalchemy.engine import Connection
 from raybatch.errors import LeaseLost, retried_on_rerun
 from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, Priority, SourceKind
 from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by, in_groups
-from raybatch.state.port import JobTotals
+from raybatch.state.port import JobGlance, JobTotals, NewJob
 from raybatch.state.rows import job_record
 from raybatch.state.schema import documents as document_rows
 from raybatch.state.schema import errors, jobs
@@ -50,7 +51,10 @@ def _statuses(statuses: Iterable[JobStatus]) -> list[str]:
     return [JobStatus(s).value for s in statuses]
 
 
-def _claimable(from_statuses: list[str], to_status: JobStatus, now: datetime) -> sa.ColumnElement[bool]:
+@functools.lru_cache(maxsize=64)
+def _claimable(from_statuses: tuple[str, ...], to_status: JobStatus) -> sa.ColumnElement[bool]:
+    """Claimable now (bound as ``claim_now`` at execution): built once per pair of statuses."""
+    now = sa.bindparam("claim_now", type_=jobs.c.lease_expires_at.type)
     free = sa.or_(jobs.c.lease_expires_at.is_(None), jobs.c.lease_expires_at <= now)
     expired = sa.and_(jobs.c.lease_expires_at.is_not(None), jobs.c.lease_expires_at <= now)
     return sa.or_(
@@ -59,54 +63,71 @@ def _claimable(from_statuses: list[str], to_status: JobStatus, now: datetime) ->
     )
 
 
+@functools.lru_cache(maxsize=64)
+def _claimable_query(
+    from_statuses: tuple[str, ...], to_status: JobStatus, priority: Priority | None
+) -> sa.Select[Any]:
+    """The jobs claimable now, first ``claim_limit`` of them (both bound at execution)."""
+    claimable = _claimable(from_statuses, to_status)
+    if priority is not None:
+        claimable = sa.and_(claimable, jobs.c.priority == Priority(priority).value)
+    return sa.select(jobs).where(claimable).order_by(*_FIRST).limit(sa.bindparam("claim_limit"))
+
+
 @dataclass(frozen=True)
 class _Claim:
     """One claim_jobs call: who claims, into which status, and until when."""
 
     worker_id: str
-    from_statuses: list[str]
     to_status: JobStatus
     claimable: sa.ColumnElement[bool]
     now: datetime
     expires: datetime
 
-    def take(self, conn: Connection, job_id: int, seen_token: int, seen_attempts: int) -> Lease | None:
-        """Take one candidate as read, or None when another process changed it first."""
-        # The token and the claimable test are checked again here: of two processes that read
-        # the same candidate, only one UPDATE matches the row.
-        token, attempt = seen_token + 1, seen_attempts + 1
+    def take(self, conn: Connection, ids: list[int]) -> list[tuple[Lease, JobRecord]]:
+        """Every one of these jobs still claimable, in one UPDATE; the others are left out.
+
+        The claimable test is the UPDATE's own condition, so of two processes claiming the same
+        job only one matches its row."""
         take = (
             sa.update(jobs)
-            .where(jobs.c.id == job_id, jobs.c.lease_token == seen_token, self.claimable)
+            .where(jobs.c.id.in_(ids), self.claimable)
             .values(
                 status=JobStatus(self.to_status).value,
                 lease_owner=self.worker_id,
-                lease_token=token,
+                lease_token=jobs.c.lease_token + 1,
                 lease_expires_at=self.expires,
-                attempts=attempt,
+                attempts=jobs.c.attempts + 1,
                 updated_at=self.now,
             )
+            .returning(*jobs.c)
         )
-        if conn.execute(take).rowcount != 1:
-            return None
-        return Lease(job_id, self.worker_id, token, self.expires, attempt)
+        won = [
+            (Lease(row.id, self.worker_id, row.lease_token, self.expires, row.attempts), job_record(row))
+            for row in conn.execute(take, {"claim_now": self.now})
+        ]
+        return _first(won)
 
-    def take_among(self, conn: Connection, ids: list[int], limit: int) -> list[Lease]:
+    def take_among(self, conn: Connection, ids: list[int], limit: int) -> list[tuple[Lease, JobRecord]]:
         """Up to ``limit`` of these jobs, urgent ones first, then in id order.
 
         Looked up by primary key only: a status filter here lets SQLite's planner walk the status
         index over the whole backlog. The UPDATE of ``take`` checks the claim anyway.
         """
-        statuses = {*self.from_statuses, JobStatus(self.to_status).value}
-        query = sa.select(jobs.c.id, jobs.c.lease_token, jobs.c.attempts, jobs.c.status)
-        rows = conn.execute(query.where(jobs.c.id.in_(ids)).order_by(*_FIRST)).all()
-        won: list[Lease] = []
-        for job_id, token, attempts, status in rows:
-            if len(won) >= limit:
-                break
-            if status in statuses and (lease := self.take(conn, job_id, token, attempts)) is not None:
-                won.append(lease)
+        if len(ids) <= limit:
+            return self.take(conn, ids)
+        query = sa.select(jobs.c.id).where(jobs.c.id.in_(ids)).order_by(*_FIRST)
+        ordered = list(conn.scalars(query))
+        won: list[tuple[Lease, JobRecord]] = []
+        while ordered and len(won) < limit:
+            some, ordered = ordered[: limit - len(won)], ordered[limit - len(won) :]
+            won += self.take(conn, some)
         return won
+
+
+def _first(won: list[tuple[Lease, JobRecord]]) -> list[tuple[Lease, JobRecord]]:
+    """Urgent jobs first, then by id: the order claims are made in."""
+    return sorted(won, key=lambda pair: (pair[1].priority is not Priority.URGENT, pair[1].id))
 
 
 class JobQueries(SqlBase):
@@ -129,39 +150,72 @@ class JobQueries(SqlBase):
 
         An urgent registration of a job that exists makes it urgent while that can still change
         how it is sent (see ``set_priority``)."""
+        new = NewJob(sha256, source_uri, source_name, kind, size_bytes, mode, pages, priority)
+        return self.register_jobs([new], force=force)[0]
+
+    def register_jobs(self, new: Sequence[NewJob], *, force: bool = False) -> list[tuple[JobRecord, bool]]:
+        """``register_job`` for each of these, in one transaction: the jobs that exist are looked
+        up in one query, the others inserted in one statement."""
+        if not new:
+            return []
         now = self._now()
-        key = f"{sha256}:{uuid.uuid4().hex}" if force else sha256
-        values = {
-            "sha256": sha256,
-            "dedupe_key": key,
-            "source_uri": source_uri,
-            "source_name": source_name,
-            "kind": SourceKind(kind).value,
-            "size_bytes": size_bytes,
-            "mode": mode,
-            "priority": Priority(priority).value,
-            "status": JobStatus.PENDING.value,
-            "pages": pages,
-            "progress": 0.0,
-            "attempts": 0,
-            "lease_token": 0,
-            "created_at": now,
-            "updated_at": now,
-        }
+        keys = [f"{n.sha256}:{uuid.uuid4().hex}" if force else n.sha256 for n in new]
         with self._write() as conn:
-            if not force and (existing := self._latest_for(conn, sha256)) is not None:
-                if priority is Priority.URGENT and existing.priority is not Priority.URGENT:
-                    self._urgent(conn, [existing.id], now)
-                    existing = self._latest_for(conn, sha256) or existing
-                if existing.status is JobStatus.FAILED and retried_on_rerun(existing.error_class):
-                    return self._reopen(conn, existing.id, now) or existing, False
-                return existing, False
-            insert = self._insert(jobs).values(values).on_conflict_do_nothing(index_elements=["dedupe_key"])
-            row = conn.execute(insert.returning(*jobs.c)).first()
-            if row is None:  # a concurrent registration of the same content won
-                row = conn.execute(sa.select(jobs).where(jobs.c.dedupe_key == key)).one()
-                return job_record(row), False
-        return job_record(row), True
+            latest = {} if force else self._latest_of(conn, sorted({n.sha256 for n in new}))
+            found: dict[int, tuple[JobRecord, bool]] = {}
+            for i, spec in enumerate(new):
+                if (existing := latest.get(spec.sha256)) is not None:
+                    found[i] = (self._existing(conn, existing, spec.priority, now), False)
+            fresh = [(i, spec) for i, spec in enumerate(new) if i not in found]
+            made = self._insert_jobs(conn, [(keys[i], spec) for i, spec in fresh], now)
+            for i, _ in fresh:
+                if (job := made.pop(keys[i], None)) is not None:
+                    found[i] = (job, True)
+                else:  # the same content earlier in this call, or a concurrent registration, won
+                    row = conn.execute(sa.select(jobs).where(jobs.c.dedupe_key == keys[i])).one()
+                    found[i] = (job_record(row), False)
+        return [found[i] for i in range(len(new))]
+
+    def _existing(
+        self, conn: Connection, existing: JobRecord, priority: Priority, now: datetime
+    ) -> JobRecord:
+        """The job an existing registration finds: made urgent, or reopened after a failure a
+        rerun retries."""
+        if priority is Priority.URGENT and existing.priority is not Priority.URGENT:
+            self._urgent(conn, [existing.id], now)
+            existing = self._job_in(conn, existing.id)
+        if existing.status is JobStatus.FAILED and retried_on_rerun(existing.error_class):
+            return self._reopen(conn, existing.id, now) or existing
+        return existing
+
+    def _insert_jobs(
+        self, conn: Connection, new: list[tuple[str, NewJob]], now: datetime
+    ) -> dict[str, JobRecord]:
+        """Insert these jobs (a dedupe key that exists is skipped); those made, by dedupe key."""
+        if not new:
+            return {}
+        values = [
+            {
+                "sha256": spec.sha256,
+                "dedupe_key": key,
+                "source_uri": spec.source_uri,
+                "source_name": spec.source_name,
+                "kind": SourceKind(spec.kind).value,
+                "size_bytes": spec.size_bytes,
+                "mode": spec.mode,
+                "priority": Priority(spec.priority).value,
+                "status": JobStatus.PENDING.value,
+                "pages": spec.pages,
+                "progress": 0.0,
+                "attempts": 0,
+                "lease_token": 0,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for key, spec in new
+        ]
+        insert = self._insert(jobs).values(values).on_conflict_do_nothing(index_elements=["dedupe_key"])
+        return {row.dedupe_key: job_record(row) for row in conn.execute(insert.returning(*jobs.c))}
 
     def set_priority(self, job_ids: Iterable[int], priority: Priority) -> list[int]:
         """Set the priority of these jobs, leases untouched; the ids changed.
@@ -215,10 +269,17 @@ class JobQueries(SqlBase):
         return None if row is None else job_record(row)
 
     @staticmethod
-    def _latest_for(conn: Connection, sha256: str) -> JobRecord | None:
-        query = sa.select(jobs).where(jobs.c.sha256 == sha256).order_by(jobs.c.id.desc()).limit(1)
-        row = conn.execute(query).first()
-        return None if row is None else job_record(row)
+    def _latest_of(conn: Connection, digests: list[str]) -> dict[str, JobRecord]:
+        """The newest job of each of these contents that has one."""
+        latest: dict[str, JobRecord] = {}
+        for group in in_groups(digests):
+            for row in conn.execute(sa.select(jobs).where(jobs.c.sha256.in_(group)).order_by(jobs.c.id)):
+                latest[row.sha256] = job_record(row)
+        return latest
+
+    @staticmethod
+    def _job_in(conn: Connection, job_id: int) -> JobRecord:
+        return job_record(conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).one())
 
     def get_job(self, job_id: int) -> JobRecord:
         """The job with this id; KeyError when there is none."""
@@ -237,6 +298,16 @@ class JobQueries(SqlBase):
                 rows = conn.execute(sa.select(jobs).where(jobs.c.id.in_(group)))
                 found.extend(job_record(row) for row in rows)
         return sorted(found, key=lambda job: job.id)
+
+    def glance_jobs(self, job_ids: Iterable[int]) -> list[JobGlance]:
+        """A glance at each of these jobs that exists (no whole rows), in id order."""
+        columns = (jobs.c.id, jobs.c.status, jobs.c.priority, jobs.c.lease_expires_at)
+        found: list[JobGlance] = []
+        with self._read() as conn:
+            for group in in_groups(sorted(set(job_ids))):
+                rows = conn.execute(sa.select(*columns).where(jobs.c.id.in_(group)).order_by(jobs.c.id))
+                found += [JobGlance(i, JobStatus(s), Priority(p), held) for i, s, p, held in rows]
+        return found
 
     def job_statuses(self, job_ids: Iterable[int]) -> dict[int, JobStatus]:
         """The status of each of these jobs that exists (one light query per slice of ids)."""
@@ -306,19 +377,35 @@ class JobQueries(SqlBase):
         job_ids: Iterable[int] | None = None,
     ) -> list[Lease]:
         """Claim up to ``limit`` jobs in ``from_statuses`` (or in ``to_status`` with an expired lease)."""
+        found = self.claim_job_records(
+            worker_id=worker_id,
+            from_statuses=from_statuses,
+            to_status=to_status,
+            lease_seconds=lease_seconds,
+            limit=limit,
+            job_ids=job_ids,
+        )
+        return [lease for lease, _ in found]
+
+    def claim_job_records(
+        self,
+        *,
+        worker_id: str,
+        from_statuses: Iterable[JobStatus],
+        to_status: JobStatus,
+        lease_seconds: float,
+        limit: int,
+        job_ids: Iterable[int] | None = None,
+    ) -> list[tuple[Lease, JobRecord]]:
+        """As ``claim_jobs``, each lease with its job as the claim left it."""
         # Any number of ids: they are taken in IN (...) slices, in id order, until the limit is met.
         groups: list[list[int] | None] = [None] if job_ids is None else list(in_groups(sorted(set(job_ids))))
-        won: list[Lease] = []
+        won: list[tuple[Lease, JobRecord]] = []
         with self._write() as conn:
             now = self._now()
-            claim = _Claim(
-                worker_id,
-                _statuses(from_statuses),
-                to_status,
-                _claimable(_statuses(from_statuses), to_status, now),
-                now,
-                now + timedelta(seconds=lease_seconds),
-            )
+            statuses = _statuses(from_statuses)
+            expires = now + timedelta(seconds=lease_seconds)
+            claim = _Claim(worker_id, to_status, _claimable(tuple(statuses), to_status), now, expires)
             for group in groups:
                 if len(won) >= limit:
                     break
@@ -326,20 +413,25 @@ class JobQueries(SqlBase):
         return won
 
     @staticmethod
-    def _claim_some(conn: Connection, claim: _Claim, ids: list[int] | None, limit: int) -> list[Lease]:
+    def _claim_some(
+        conn: Connection, claim: _Claim, ids: list[int] | None, limit: int
+    ) -> list[tuple[Lease, JobRecord]]:
         """Up to ``limit`` jobs among ``ids`` (or any), re-selecting after races lost."""
         if ids is not None:
             return claim.take_among(conn, ids, limit)
-        won: list[Lease] = []
+        won: list[tuple[Lease, JobRecord]] = []
         for _ in range(_CLAIM_ROUNDS):
-            query = sa.select(jobs.c.id, jobs.c.lease_token, jobs.c.attempts).where(claim.claimable)
+            query = sa.select(jobs.c.id).where(claim.claimable)
             if won:
-                query = query.where(jobs.c.id.not_in([lease.job_id for lease in won]))
-            candidates = conn.execute(query.order_by(*_FIRST).limit(limit - len(won))).all()
-            won.extend(lease for row in candidates if (lease := claim.take(conn, *row)) is not None)
+                query = query.where(jobs.c.id.not_in([lease.job_id for lease, _ in won]))
+            candidates = list(
+                conn.scalars(query.order_by(*_FIRST).limit(limit - len(won)), {"claim_now": claim.now})
+            )
+            if candidates:
+                won.extend(claim.take(conn, candidates))
             if len(won) >= limit or not candidates:
                 break
-        return won
+        return _first(won)
 
     def claimable_jobs(
         self,
@@ -351,11 +443,9 @@ class JobQueries(SqlBase):
     ) -> list[JobRecord]:
         """The first ``limit`` jobs (urgent first, then by id) that ``claim_jobs`` with these
         statuses would take now; only those of ``priority`` when given."""
+        query = _claimable_query(tuple(_statuses(from_statuses)), to_status, priority)
         with self._read() as conn:
-            claimable = _claimable(_statuses(from_statuses), to_status, self._now())
-            if priority is not None:
-                claimable = sa.and_(claimable, jobs.c.priority == Priority(priority).value)
-            rows = conn.execute(sa.select(jobs).where(claimable).order_by(*_FIRST).limit(limit))
+            rows = conn.execute(query, {"claim_now": self._now(), "claim_limit": limit})
             return [job_record(row) for row in rows]
 
     def renew_leases(self, leases: Sequence[Lease], lease_seconds: float) -> list[Lease]:

@@ -50,6 +50,30 @@ class BatchRecord:
 
 
 @dataclass(frozen=True)
+class NewJob:
+    """One source file to register as a job (see ``register_job``)."""
+
+    sha256: str
+    source_uri: str
+    source_name: str
+    kind: SourceKind
+    size_bytes: int
+    mode: str = "batch"
+    pages: int | None = None
+    priority: Priority = Priority.NORMAL
+
+
+@dataclass(frozen=True)
+class JobGlance:
+    """A job's status, priority and the end of its lease: what a driver looks at often."""
+
+    id: int
+    status: JobStatus
+    priority: Priority
+    held_until: datetime | None
+
+
+@dataclass(frozen=True)
 class JobTotals:
     """Aggregates over jobs: how many in each status, their pages, how many in batch mode, and
     the documents they produced."""
@@ -109,6 +133,14 @@ class StateStore(Protocol):
         job urgent."""
         ...
 
+    def glance_jobs(self, job_ids: Iterable[int]) -> list[JobGlance]:
+        """A glance at each of these jobs that exists (no whole rows), in id order."""
+        ...
+
+    def register_jobs(self, new: Sequence[NewJob], *, force: bool = False) -> list[tuple[JobRecord, bool]]:
+        """``register_job`` for each of these, in one transaction; in the same order."""
+        ...
+
     def set_priority(self, job_ids: Iterable[int], priority: Priority) -> list[int]:
         """Set the priority of these jobs, leases untouched; the ids changed. Made urgent, a job
         not yet sent is sent synchronously; completed and canceled jobs are left as they are."""
@@ -158,6 +190,19 @@ class StateStore(Protocol):
         """Claim up to ``limit`` unleased jobs in ``from_statuses`` (or jobs in ``to_status`` whose
         lease expired), urgent first, then in id order: each moves to ``to_status`` with
         attempts + 1 and a new token."""
+        ...
+
+    def claim_job_records(
+        self,
+        *,
+        worker_id: str,
+        from_statuses: Iterable[JobStatus],
+        to_status: JobStatus,
+        lease_seconds: float,
+        limit: int,
+        job_ids: Iterable[int] | None = None,
+    ) -> list[tuple[Lease, JobRecord]]:
+        """As ``claim_jobs``, each lease with its job as the claim left it."""
         ...
 
     def claimable_jobs(

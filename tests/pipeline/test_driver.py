@@ -106,7 +106,7 @@ def test_claims_never_exceed_the_window(state: SqlStateStore) -> None:
     live = StandInCoordinator(CoordinatorState(state))
     parts = driver_parts(state, tasks, [StandInWriter(state, [])], lambda: live)
     claims: list[tuple[int, int]] = []
-    claim_jobs = state.claim_jobs
+    claim_jobs = state.claim_job_records
 
     def recording_claim(**kwargs: Any) -> Any:
         leases = claim_jobs(**kwargs)
@@ -114,7 +114,7 @@ def test_claims_never_exceed_the_window(state: SqlStateStore) -> None:
             claims.append((kwargs["limit"], len(list(kwargs["job_ids"]))))
         return leases
 
-    state.claim_jobs = recording_claim  # type: ignore[method-assign]
+    state.claim_job_records = recording_claim  # type: ignore[method-assign]
     held: list[int] = []
 
     def wait(refs: list[Any], timeout: float) -> None:

@@ -8,10 +8,11 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 import sqlalchemy as sa
-from state_helpers import START, FakeClock, register
+from state_helpers import START, FakeClock, register, sha
 
-from raybatch.models import DocumentRecord, JobStatus
+from raybatch.models import DocumentRecord, JobStatus, SourceKind
 from raybatch.state import SqlStateStore
+from raybatch.state.port import NewJob
 from raybatch.state.schema import jobs
 
 PENDING, PREPARING, ANSWERED, WRITING = (
@@ -131,3 +132,38 @@ def test_windows_and_aggregates(store: SqlStateStore, clock: FakeClock) -> None:
     totals = store.job_totals()
     assert totals.jobs == 30 and totals.documents == 1 and totals.pages == 60
     assert totals.by_status[ANSWERED] == 5 and totals.by_status[WRITING] == 1
+
+
+def test_a_claim_of_many_ids_is_one_update_and_returns_the_jobs(store: SqlStateStore) -> None:
+    ids = insert_jobs(store, 50)
+    store.transition(ids[3], [PENDING], ANSWERED)  # not claimable into preparing: left out
+    claim = {"from_statuses": [PENDING], "to_status": PREPARING, "lease_seconds": 60}
+    with statements(store) as seen:
+        claimed = store.claim_job_records(worker_id="d", limit=50, job_ids=ids, **claim)  # type: ignore[arg-type]
+    assert len([s for s in seen if s.lstrip().upper().startswith(("UPDATE", "SELECT"))]) == 1
+    assert [job.id for _, job in claimed] == [i for i in ids if i != ids[3]]
+    assert all(job.status is PREPARING and job.attempts == 1 for _, job in claimed)
+    assert all(lease.token == 1 and lease.attempt == 1 for lease, _ in claimed)
+    again = store.claim_jobs(worker_id="e", limit=50, job_ids=ids, **claim)  # type: ignore[arg-type]
+    assert again == []
+
+
+def test_registering_many_files_is_one_transaction(store: SqlStateStore) -> None:
+    first, _ = register(store, 1)
+    new = [
+        NewJob(sha(n), f"file:///in/{n}.pdf", f"{n}.pdf", SourceKind.PDF, 1000 + n, pages=n)
+        for n in (1, 2, 3, 2)  # content 1 exists; content 2 comes twice in this call
+    ]
+    with statements(store) as seen:
+        found = store.register_jobs(new)
+    assert len([s for s in seen if s.lstrip().upper().startswith("BEGIN")]) <= 1
+    assert len([s for s in seen if s.lstrip().upper().startswith("INSERT")]) == 1
+    (one, made_one), (two, made_two), (three, made_three), (two_again, made_again) = found
+    assert one == first and not made_one
+    assert made_two and made_three and not made_again and two_again.id == two.id
+    assert (two.pages, three.pages) == (2, 3)
+    glances = store.glance_jobs([three.id, one.id, 10**9])
+    assert [(g.id, g.status, g.held_until) for g in glances] == [
+        (one.id, PENDING, None),
+        (three.id, PENDING, None),
+    ]
