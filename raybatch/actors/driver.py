@@ -331,8 +331,7 @@ class Driver:
             self._see(report.job_id, report.status)
             if report.error:
                 log.warning("job %d: %s", report.job_id, report.error)
-            if not self._candidates:
-                self._asked_answered = -1e9  # look for the next job now, not at the next poll
+            self._asked_answered = -1e9  # look for the next job now, not at the next poll
         if not writers.idle_count:
             return
         now = self._monotonic()
