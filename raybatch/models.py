@@ -8,9 +8,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from dataclasses import fields as declared_fields
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 log = logging.getLogger(__name__)
 
@@ -219,8 +220,62 @@ class Usage:
     cache_creation_tokens: int = 0
 
 
+def _declared(description: str, *, length: int | None = None) -> Any:
+    """A document field, None until found: ``description`` is for Claude, ``length`` bounds its text."""
+    return field(default=None, metadata={"description": description, "length": length})
+
+
+@dataclass(frozen=True, kw_only=True)
+class DocumentFields:
+    """The fields Claude reads from a document, declared once here. The answer's schema, stitching,
+    the documents table, its rows, the Parquet table and the manifest are all derived from them.
+    A change here changes the answer: bump ``PROMPT_VERSION`` and say it in the prompt too."""
+
+    title: str | None = _declared("the heading as printed")
+    date: str | None = _declared("the document's own date, ISO 8601 yyyy-mm-dd")
+    number: str | None = _declared("the document's own number, as printed, without '№' or 'No.'")
+    counterparty: str | None = _declared("the other party's name, as printed")
+    amount: float | None = _declared("the total amount, as a plain number")
+    currency: str | None = _declared("ISO 4217 code, e.g. RUB, USD, EUR", length=16)
+    reference: str | None = _declared("the contract or deal number this document belongs to")
+
+
 @dataclass(frozen=True)
-class DocumentRecord:
+class DocumentField:
+    """One declared document field: its name, the type of its value (it may also be null), what it
+    means to Claude, and the longest text the state table keeps (None: unbounded)."""
+
+    name: str
+    kind: type[str] | type[float]
+    description: str
+    length: int | None = None
+
+
+def _declarations() -> tuple[DocumentField, ...]:
+    hints = get_type_hints(DocumentFields)
+    return tuple(
+        DocumentField(spec.name, _value_type(hints[spec.name]), **spec.metadata)
+        for spec in declared_fields(DocumentFields)
+    )
+
+
+def _value_type(hint: Any) -> type[str] | type[float]:
+    (kind,) = (arg for arg in get_args(hint) if arg is not type(None))
+    if kind not in (str, float):
+        raise TypeError(f"a document field holds str or float, not {kind!r}")
+    return kind
+
+
+DOCUMENT_FIELDS = _declarations()
+
+
+def field_values(document: object) -> dict[str, Any]:
+    """The declared fields of a document (found in an answer, stitched or stored), by name."""
+    return {spec.name: getattr(document, spec.name) for spec in DOCUMENT_FIELDS}
+
+
+@dataclass(frozen=True)
+class DocumentRecord(DocumentFields):
     """One document found in a job: its pages, fields and object keys."""
 
     job_id: int
@@ -228,13 +283,6 @@ class DocumentRecord:
     first_page: int
     last_page: int
     doc_type: str
-    title: str | None = None
-    date: str | None = None
-    number: str | None = None
-    counterparty: str | None = None
-    amount: float | None = None
-    currency: str | None = None
-    reference: str | None = None
     fields: dict[str, str] = field(default_factory=dict)
     group_key: str | None = None
     pdf_key: str | None = None

@@ -29,7 +29,7 @@ from raybatch.cost import prices_for
 from raybatch.errors import LeaseLost, PermanentError, RaybatchError, TransientError, error_class
 from raybatch.ids import OutputKeys
 from raybatch.metrics import Metrics
-from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, JobStatus, Lease
+from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, JobStatus, Lease, field_values
 from raybatch.objects.port import ObjectStore
 from raybatch.settings import PrepareSettings, RequestSettings, StoreSettings
 from raybatch.sources import read_source
@@ -202,14 +202,8 @@ class ResultWriter:
             first_page=doc.first_page,
             last_page=doc.last_page,
             doc_type=doc.type.value,
-            title=doc.title,
-            date=doc.date,
-            number=doc.number,
-            counterparty=doc.counterparty,
-            amount=doc.amount,
-            currency=doc.currency,
-            reference=doc.reference,
             fields=dict(doc.fields),
+            **field_values(doc),
             pdf_key=pdf_key,
             thumb_key=thumb_key,
         )

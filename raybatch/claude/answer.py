@@ -1,15 +1,18 @@
 """The answer Claude gives for one chunk, as a pydantic model; its JSON schema is the structured output.
 
-Field descriptions travel in the schema, so they are written for Claude. Changing this model or the
-prompt changes the answers: bump ``PROMPT_VERSION`` with it (it is part of every processing key).
+Field descriptions travel in the schema, so they are written for Claude; a document's own fields come
+from ``raybatch.models.DocumentFields``. Changing this model, those fields or the prompt changes the
+answers: bump ``PROMPT_VERSION`` with it (it is part of every processing key).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from raybatch.models import DOCUMENT_FIELDS, DocumentFields
 
 PROMPT_VERSION = "2026-11-30.1"
 
@@ -36,20 +39,28 @@ class NamedField(_Strict):
     value: str
 
 
-class FoundDocument(_Strict):
-    """One document, or the part of one, that lies in this chunk. Pages are absolute source pages."""
+class _DocumentPlace(_Strict):
+    """Where a found document lies and what it is; ``FoundDocument`` adds its fields."""
 
     first_page: int = Field(description="absolute page number, as labelled 'Page N:'")
     last_page: int = Field(description="absolute page number, as labelled 'Page N:'")
     type: DocType
-    title: str | None = Field(description="the heading as printed")
-    date: str | None = Field(description="the document's own date, ISO 8601 yyyy-mm-dd")
-    number: str | None = Field(description="the document's own number, as printed, without '№' or 'No.'")
-    counterparty: str | None = Field(description="the other party's name, as printed")
-    amount: float | None = Field(description="the total amount, as a plain number")
-    currency: str | None = Field(description="ISO 4217 code, e.g. RUB, USD, EUR")
-    reference: str | None = Field(description="the contract or deal number this document belongs to")
-    fields: list[NamedField]
+
+
+if TYPE_CHECKING:  # the type checker reads the declared fields' types; at run time the model is built
+
+    class FoundDocument(_DocumentPlace, DocumentFields):  # type: ignore[misc]  # a model, not a dataclass
+        fields: list[NamedField]
+
+else:
+    FoundDocument = create_model(
+        "FoundDocument",
+        __base__=_DocumentPlace,
+        __module__=__name__,
+        __doc__="One document, or the part of one, that lies in this chunk. Pages are absolute source pages.",
+        **{spec.name: (spec.kind | None, Field(description=spec.description)) for spec in DOCUMENT_FIELDS},
+        fields=(list[NamedField], ...),
+    )
 
 
 class PageRotation(_Strict):

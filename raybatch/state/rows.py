@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from sqlalchemy import Row
@@ -43,29 +44,12 @@ def job_record(row: Row[Any]) -> JobRecord:
     )
 
 
-CHUNK_COLUMNS = (
-    "first_page",
-    "last_page",
-    "custom_id",
-    "processing_key",
-    "status",
-    "request_bytes",
-    "attempts",
-    "batch_id",
-    "answer",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_creation_tokens",
-    "error_class",
-    "error_message",
-    "rotations",
-    "emulated",
-    "sent_mode",
-    "sent_at",
-    "estimated_cost_usd",
-    "reused_from",
-)
+def _columns(record: type[Any], *key: str) -> tuple[str, ...]:
+    """The columns a record's fields fill, besides its key: named as the fields are."""
+    return tuple(spec.name for spec in fields(record) if spec.name not in key)
+
+
+CHUNK_COLUMNS = _columns(ChunkRecord, "job_id", "n")
 
 
 def chunk_values(chunk: ChunkRecord) -> dict[str, Any]:
@@ -99,23 +83,7 @@ def batch_record(row: Row[Any]) -> BatchRecord:
     )
 
 
-DOCUMENT_COLUMNS = (
-    "first_page",
-    "last_page",
-    "doc_type",
-    "title",
-    "date",
-    "number",
-    "counterparty",
-    "amount",
-    "currency",
-    "reference",
-    "fields",
-    "group_key",
-    "pdf_key",
-    "thumb_key",
-    "extra",
-)
+DOCUMENT_COLUMNS = _columns(DocumentRecord, "job_id", "index")  # the index is stored as doc_index
 
 
 def document_values(document: DocumentRecord) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 
+from raybatch.models import DOCUMENT_FIELDS, DocumentField
+
 metadata = sa.MetaData(
     naming_convention={
         "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -47,6 +49,13 @@ def _created() -> list[sa.Column[Any]]:
         sa.Column("created_at", UtcDateTime(), nullable=False),
         sa.Column("updated_at", UtcDateTime(), nullable=False),
     ]
+
+
+def _document_column(spec: DocumentField) -> sa.Column[Any]:
+    """A declared document field's column: nullable, a float or text (bounded where declared)."""
+    if spec.kind is float:
+        return sa.Column(spec.name, sa.Float)
+    return sa.Column(spec.name, sa.String(spec.length) if spec.length else sa.Text)
 
 
 jobs = sa.Table(
@@ -141,13 +150,7 @@ documents = sa.Table(
     sa.Column("first_page", sa.Integer, nullable=False),
     sa.Column("last_page", sa.Integer, nullable=False),
     sa.Column("doc_type", sa.String(64), nullable=False),
-    sa.Column("title", sa.Text),
-    sa.Column("date", sa.Text),
-    sa.Column("number", sa.Text),
-    sa.Column("counterparty", sa.Text),
-    sa.Column("amount", sa.Float),
-    sa.Column("currency", sa.String(16)),
-    sa.Column("reference", sa.Text),
+    *(_document_column(spec) for spec in DOCUMENT_FIELDS),
     sa.Column("fields", sa.JSON, nullable=False),
     sa.Column("group_key", sa.String(500), index=True),
     sa.Column("pdf_key", sa.Text),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from raybatch.cost import ModelPrices, add_usage, cost_usd, usage_by_mode
-from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, Usage
+from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, Usage, field_values
 from raybatch.steps.group import group_label
 
 MANIFEST_VERSION = 1
@@ -82,13 +82,7 @@ def _document_entry(doc: DocumentRecord, job_cost: float, job_pages: int) -> dic
         "last_page": doc.last_page,
         "pages": pages,
         "type": str(doc.doc_type),
-        "title": doc.title,
-        "date": doc.date,
-        "number": doc.number,
-        "counterparty": doc.counterparty,
-        "amount": doc.amount if doc.amount is not None and math.isfinite(doc.amount) else None,
-        "currency": doc.currency,
-        "reference": doc.reference,
+        **{name: _finite(value) for name, value in field_values(doc).items()},
         "fields": dict(doc.fields),
         "group": doc.group_key,
         "pdf_key": doc.pdf_key,
@@ -96,6 +90,11 @@ def _document_entry(doc: DocumentRecord, job_cost: float, job_pages: int) -> dic
         "extra": dict(doc.extra),
         "estimated_cost_usd": round(job_cost * pages / job_pages, 6) if job_pages else 0.0,
     }
+
+
+def _finite(value: object) -> object:
+    """JSON has no NaN or infinity: such an amount is written as null."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _groups(documents: Sequence[DocumentRecord]) -> list[dict[str, Any]]:

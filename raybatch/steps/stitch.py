@@ -18,26 +18,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from raybatch.claude.answer import ChunkAnswer, DocType, FoundDocument
+from raybatch.models import DocumentFields, field_values
 
-_SCALARS = ("title", "date", "number", "counterparty", "amount", "currency", "reference")
 _NUMBER_MARK = re.compile(r"^\s*(?:№|#|no\.|no(?=\s*\d))\s*", re.I)
 _NON_WORD = re.compile(r"[\W_]+")
 
 
 @dataclass(frozen=True)
-class StitchedDocument:
+class StitchedDocument(DocumentFields):
     """One document of the whole source: its pages, type, fields and each page's rotation."""
 
     first_page: int
     last_page: int
     type: DocType
-    title: str | None = None
-    date: str | None = None
-    number: str | None = None
-    counterparty: str | None = None
-    amount: float | None = None
-    currency: str | None = None
-    reference: str | None = None
     fields: Mapping[str, str] = field(default_factory=dict)
     rotations: Mapping[int, int] = field(default_factory=dict)  # page → clockwise degrees
 
@@ -97,7 +90,7 @@ def _from_found(doc: FoundDocument, rotations: Mapping[int, int]) -> StitchedDoc
         first_page=doc.first_page,
         last_page=doc.last_page,
         type=doc.type,
-        **{name: getattr(doc, name) for name in _SCALARS},
+        **field_values(doc),
         fields=_named(doc),
         rotations={page: rotations.get(page, 0) for page in pages},
     )
@@ -112,10 +105,8 @@ def _named(doc: FoundDocument) -> dict[str, str]:
 
 def _merge(before: StitchedDocument, after: StitchedDocument) -> StitchedDocument:
     doc_type = after.type if before.type is DocType.OTHER else before.type
-    scalars = {
-        name: getattr(before, name) if getattr(before, name) is not None else getattr(after, name)
-        for name in _SCALARS
-    }
+    later = field_values(after)
+    scalars = {name: later[name] if value is None else value for name, value in field_values(before).items()}
     return replace(
         before,
         last_page=after.last_page,

@@ -9,7 +9,7 @@ needs ``HIVE_PARTITIONING``, since inferring the partition as int32 clashes with
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any, BinaryIO, TypeAlias
@@ -18,7 +18,18 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from raybatch.models import DocumentRecord, JobRecord
+from raybatch.models import DOCUMENT_FIELDS, DocumentRecord, JobRecord, field_values
+
+_ARROW_TYPES = {str: pa.string(), float: pa.float64()}
+
+
+def _document_fields() -> Iterator[pa.Field]:
+    """A column per declared field, as found; after ``date``, ``date_value``: the same as an ISO date."""
+    for spec in DOCUMENT_FIELDS:
+        yield pa.field(spec.name, _ARROW_TYPES[spec.kind])
+        if spec.name == "date":
+            yield pa.field("date_value", pa.date32())
+
 
 SCHEMA = pa.schema(
     [
@@ -30,14 +41,7 @@ SCHEMA = pa.schema(
         pa.field("last_page", pa.int32(), nullable=False),
         pa.field("pages", pa.int32(), nullable=False),
         pa.field("doc_type", pa.string(), nullable=False),
-        pa.field("title", pa.string()),
-        pa.field("date", pa.string()),  # as found
-        pa.field("date_value", pa.date32()),  # the same, when it is an ISO date
-        pa.field("number", pa.string()),
-        pa.field("counterparty", pa.string()),
-        pa.field("amount", pa.float64()),
-        pa.field("currency", pa.string()),
-        pa.field("reference", pa.string()),
+        *_document_fields(),
         pa.field("group_key", pa.string()),
         pa.field("pdf_key", pa.string()),
         pa.field("thumb_key", pa.string()),
@@ -77,14 +81,8 @@ def _row(doc: DocumentRecord, job: JobRecord | None) -> dict[str, Any]:
         "last_page": doc.last_page,
         "pages": doc.last_page - doc.first_page + 1,
         "doc_type": str(doc.doc_type),
-        "title": doc.title,
-        "date": doc.date,
+        **field_values(doc),
         "date_value": _iso_date(doc.date),
-        "number": doc.number,
-        "counterparty": doc.counterparty,
-        "amount": doc.amount,
-        "currency": doc.currency,
-        "reference": doc.reference,
         "group_key": doc.group_key,
         "pdf_key": doc.pdf_key,
         "thumb_key": doc.thumb_key,

@@ -23,6 +23,7 @@ from datetime import date
 from typing import Any
 
 from raybatch.claude.answer import ChunkAnswer, DocType, FoundDocument, NamedField, PageRotation
+from raybatch.models import field_values
 from raybatch.samples.truth import TruthBundle
 
 _LOOKALIKES = str.maketrans("авекмнорстухі", "abekmhopctyxi")
@@ -295,13 +296,7 @@ def answer_from_truth(truth_bundle: TruthBundle | Mapping[str, Any], pages: list
             first_page=max(d.first_page, first),
             last_page=min(d.last_page, last),
             type=d.type,
-            title=d.title,
-            date=d.date,
-            number=d.number,
-            counterparty=d.counterparty,
-            amount=d.amount,
-            currency=d.currency,
-            reference=d.reference,
+            **field_values(d),
             fields=[NamedField(name="language", value=d.language)],
         )
         for d in docs
