@@ -28,7 +28,7 @@ from raybatch.errors import ConfigError
 if TYPE_CHECKING:
     from raybatch.cost import ModelPrices
 
-# Anthropic's hard limits for one Message Batch; the packer keeps below them.
+# Anthropic's hard limits for one Message Batch (decimal MB); the packer keeps below them.
 ANTHROPIC_BATCH_MAX_MB = 256
 ANTHROPIC_BATCH_MAX_REQUESTS = 100_000
 
@@ -98,7 +98,9 @@ class ClaudeSettings(RequestSettings):
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
     batch_size: int = Field(30, ge=1, description="jobs taken per submit pass")
-    batch_max_mb: int = Field(200, ge=1, le=ANTHROPIC_BATCH_MAX_MB)
+    batch_max_mb: int = Field(
+        200, ge=1, le=ANTHROPIC_BATCH_MAX_MB, description="request MB (10⁶ bytes) a batch"
+    )
     batch_max_requests: int = Field(10_000, ge=1, le=ANTHROPIC_BATCH_MAX_REQUESTS)
     poll_interval: float = Field(10.0, gt=0, description="seconds between polls, the backoff's cap")
     poll_deadline: float = Field(48 * 3600.0, gt=0, description="seconds before a batch wait times out")
@@ -183,7 +185,7 @@ class WriterSettings(_Section):
     """The result-writer pool and its memory budget."""
 
     result_workers: int = Field(2, ge=1, le=256)
-    max_concurrent_mb: int = Field(1024, ge=1)
+    max_concurrent_mb: int = Field(1024, ge=1, description="source MiB (2²⁰ bytes) in the writers at once")
     result_resource: str = "result_mb"
     write_timeout: float = Field(1800.0, gt=0, description="seconds one job's write may run, then stopped")
 

@@ -27,11 +27,12 @@ from raybatch.steps.render import (
     upright,
 )
 from raybatch.steps.source import open_source
+from raybatch.units import MIB
 
 # Rough resident cost of preparing one page: the raster, its PNG for OCR, the encoded image.
-BYTES_PER_PAGE = 24 * 1024 * 1024
+BYTES_PER_PAGE = 24 * MIB
 # What an OCR engine's models and the interpreter cost a worker before any page.
-TASK_BASE_BYTES = 400 * 1024 * 1024
+TASK_BASE_BYTES = 400 * MIB
 
 
 @dataclass(frozen=True)

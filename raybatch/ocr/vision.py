@@ -27,10 +27,11 @@ from raybatch.models import PageText
 from raybatch.ocr.port import PageImage
 from raybatch.ocr.visionwire import rotation_from_boxes
 from raybatch.retry import Backoff, retry_call
+from raybatch.units import MIB
 
 VISION_MAX_IMAGES = 16  # images per batch_annotate_images request
-VISION_MAX_REQUEST_BYTES = 10 * 1024 * 1024  # JSON request size
-VISION_MAX_IMAGE_BYTES = 20 * 1024 * 1024  # one image file
+VISION_MAX_REQUEST_BYTES = 10 * MIB  # JSON request size
+VISION_MAX_IMAGE_BYTES = 20 * MIB  # one image file
 DEFAULT_BACKOFF = Backoff(initial=1.0, factor=2.0, cap=30.0, jitter=0.2)
 _SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 _PER_IMAGE_OVERHEAD = 256  # JSON around one base64 image
