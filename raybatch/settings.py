@@ -127,6 +127,7 @@ class ClaudeSettings(RequestSettings):
 
 # Claude's largest useful image side: larger images are scaled down by the API (PAGE_LONG_EDGE's cap).
 CLAUDE_MAX_LONG_EDGE = 1568
+MAX_PAGE_PIXELS = 150_000_000  # the default pixel budget of one source page (MAX_PAGE_PIXELS)
 
 
 class PrepareSettings(_Section):
@@ -137,7 +138,7 @@ class PrepareSettings(_Section):
     page_long_edge: int = Field(CLAUDE_MAX_LONG_EDGE, ge=256, le=CLAUDE_MAX_LONG_EDGE)
     image_format: str = Field("jpeg", pattern="^(jpeg|webp)$")
     image_quality: int = Field(80, ge=30, le=100)
-    max_page_pixels: int = Field(150_000_000, ge=1_000_000, description="pixel budget per source page")
+    max_page_pixels: int = Field(MAX_PAGE_PIXELS, ge=1_000_000, description="pixel budget per source page")
     page_modality: Modality = Modality.ADAPTIVE
     prepare_max_attempts: int = Field(3, ge=1, le=20, description="prepare tries per job, OOM kills included")
     prepare_timeout: float = Field(

@@ -94,22 +94,34 @@ def check_pages(
     for number in range(doc.page_count):
         try:
             page = doc.load_page(number)
-            rendered = render_pixels(page.rect, long_edge)
-            embedded = sum(int(info[2]) * int(info[3]) for info in page.get_images(full=True))
         except Exception as exc:  # a damaged page tree makes MuPDF raise several kinds of error
             raise InvalidSource(f"{CORRUPT}: page {number + 1} cannot be read") from exc
-        worst = max(rendered, embedded)
-        if worst > max_page_pixels:
-            raise InvalidSource(
-                f"{OVERSIZED}: page {number + 1} needs {worst:,} pixels, "
-                f"over the budget of {max_page_pixels:,}"
-            )
+        check_page(page, max_page_pixels=max_page_pixels, long_edge=long_edge)
+
+
+def check_page(page: pymupdf.Page, *, max_page_pixels: int, long_edge: int = CLAUDE_MAX_LONG_EDGE) -> None:
+    """Refuse one page that would render, or whose images would decode, past the pixel budget."""
+    try:
+        rendered = render_pixels(page.rect, long_edge)
+        embedded = sum(int(info[2]) * int(info[3]) for info in page.get_images(full=True))
+    except Exception as exc:  # a damaged page makes MuPDF raise several kinds of error
+        raise InvalidSource(f"{CORRUPT}: page {page.number + 1} cannot be read") from exc
+    worst = max(rendered, embedded)
+    if worst > max_page_pixels:
+        raise InvalidSource(
+            f"{OVERSIZED}: page {page.number + 1} needs {worst:,} pixels, "
+            f"over the budget of {max_page_pixels:,}"
+        )
+
+
+def render_zoom(rect: pymupdf.Rect, long_edge: int) -> float:
+    """The zoom that draws a page with its long edge at ``long_edge`` (never finer than 300 dpi)."""
+    return min(long_edge / max(rect.width, rect.height, 1.0), MAX_RENDER_ZOOM)
 
 
 def render_pixels(rect: pymupdf.Rect, long_edge: int) -> int:
     """Pixels of a page drawn with its long edge at ``long_edge`` (never finer than 300 dpi)."""
-    side = max(rect.width, rect.height, 1.0)
-    zoom = min(long_edge / side, MAX_RENDER_ZOOM)
+    zoom = render_zoom(rect, long_edge)
     return round(rect.width * zoom) * round(rect.height * zoom)
 
 
