@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from raybatch.errors import ConfigError
+from raybatch.models import ProcessingMode
 
 if TYPE_CHECKING:
     from raybatch.cost import ModelPrices
@@ -34,13 +35,6 @@ ANTHROPIC_BATCH_MAX_REQUESTS = 100_000
 
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
-
-
-class ProcessingMode(StrEnum):
-    """How chunks reach Claude: the Batch API (half price) or synchronous Messages calls."""
-
-    BATCH = "batch"
-    SYNC = "sync"
 
 
 class Modality(StrEnum):

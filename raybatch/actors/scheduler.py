@@ -20,7 +20,7 @@ from ray.exceptions import RayError, RayTaskError
 from raybatch.actors.prepare import ChunkSummary
 from raybatch.errors import RaybatchError, TimeLimitExceeded, TransientError, error_class
 from raybatch.metrics import Metrics
-from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease, Priority
+from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease, Priority, ProcessingMode
 from raybatch.reuse import outstanding_of
 from raybatch.state.port import StateStore
 from raybatch.steps.chunk import ChunkPlan
@@ -47,7 +47,7 @@ class ReadyJob:
     """A job whose chunks are all prepared: hand its payload handles to the coordinator."""
 
     job_id: int
-    mode: str
+    mode: ProcessingMode
     payloads: Mapping[int, Any]
     request_bytes: int
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from raybatch.errors import ConfigError, InvalidSource
-from raybatch.models import PageText
+from raybatch.models import PageText, ocr_origin
 from raybatch.ocr.images import ROTATIONS, decode_bgr, encode_png, turn_clockwise
 from raybatch.ocr.port import PageImage
 
@@ -159,7 +159,7 @@ class TesseractOcrEngine:
         tsv = self._run(["-l", self.languages, "--psm", "3", "tsv"], upright, page.page)
         text, confidence = parse_tsv(tsv)
         return PageText(
-            page=page.page, text=text, origin=f"ocr:{self.name}", confidence=confidence, rotation=rotation
+            page=page.page, text=text, origin=ocr_origin(self.name), confidence=confidence, rotation=rotation
         )
 
     def detect_rotation(self, page: PageImage) -> int:

@@ -23,7 +23,7 @@ from raybatch.errors import (
     RateLimited,
     UpstreamUnavailable,
 )
-from raybatch.models import PageText
+from raybatch.models import PageText, ocr_origin
 from raybatch.ocr.port import PageImage
 from raybatch.ocr.visionwire import rotation_from_boxes
 from raybatch.retry import Backoff, retry_call
@@ -157,7 +157,7 @@ class GoogleVisionOcr:
         return PageText(
             page=page.page,
             text=text.strip(),
-            origin=f"ocr:{self.name}",
+            origin=ocr_origin(self.name),
             confidence=round(_confidence(annotation, text), 4),
             rotation=_rotation(annotation),
         )

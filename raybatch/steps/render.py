@@ -14,7 +14,7 @@ import pymupdf
 from PIL import Image
 
 from raybatch.errors import InvalidSource
-from raybatch.models import PageText
+from raybatch.models import PageText, TextSource
 from raybatch.settings import CLAUDE_MAX_LONG_EDGE, MAX_PAGE_PIXELS
 from raybatch.steps.source import check_page, render_zoom
 
@@ -86,7 +86,7 @@ def text_layer(page: pymupdf.Page) -> PageText:
     return PageText(
         page=page.number + 1,
         text=text if usable else "",
-        origin="layer" if usable else "none",
+        origin=TextSource.LAYER if usable else TextSource.NONE,
         confidence=1.0 if usable else 0.0,
         rotation=rotation if usable else 0,
     )
