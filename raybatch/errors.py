@@ -108,7 +108,7 @@ class InvalidSource(PermanentError):
 
     With a ``reason`` the message reads ``<reason>: <detail>``."""
 
-    def __init__(self, detail: str, reason: SourceProblem | None = None) -> None:
+    def __init__(self, detail: str, *, reason: SourceProblem | None = None) -> None:
         super().__init__(f"{reason}: {detail}" if reason else detail)
         self.reason = reason
 

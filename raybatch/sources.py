@@ -134,7 +134,7 @@ def read_source(uri: str, settings: StoreSettings, *, sha256: str | None = None)
         raise InvalidSource(
             f"the file's bytes are no longer those registered (sha256 {sha256[:12]}...); "
             "register it again to process the new file",
-            SourceProblem.CHANGED,
+            reason=SourceProblem.CHANGED,
         )
     return data
 
@@ -147,16 +147,18 @@ def _read_local(path: Path) -> bytes:
         if path.is_symlink():
             raise InvalidSource(
                 "the file is a symbolic link leading out of its source folder; links are not followed",
-                SourceProblem.LINKED,
+                reason=SourceProblem.LINKED,
             ) from exc
-        raise InvalidSource(f"cannot read source file: {_why(exc)}", SourceProblem.UNREADABLE) from exc
+        raise InvalidSource(f"cannot read source file: {_why(exc)}", reason=SourceProblem.UNREADABLE) from exc
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise InvalidSource("the source is not a regular file", SourceProblem.NOT_A_FILE)
+            raise InvalidSource("the source is not a regular file", reason=SourceProblem.NOT_A_FILE)
         try:
             return handle.read()
         except OSError as exc:
-            raise InvalidSource(f"cannot read source file: {_why(exc)}", SourceProblem.UNREADABLE) from exc
+            raise InvalidSource(
+                f"cannot read source file: {_why(exc)}", reason=SourceProblem.UNREADABLE
+            ) from exc
 
 
 def _why(exc: OSError) -> str:

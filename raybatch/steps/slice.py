@@ -50,7 +50,7 @@ def _copy_pages(source: pymupdf.Document, first_page: int, last_page: int) -> py
         return _inserted(clean, first_page, last_page)
     except Exception as exc:
         raise InvalidSource(
-            f"pages {first_page}-{last_page} cannot be copied", SourceProblem.CORRUPT
+            f"pages {first_page}-{last_page} cannot be copied", reason=SourceProblem.CORRUPT
         ) from exc
 
 

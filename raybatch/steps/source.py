@@ -56,7 +56,7 @@ def image_format(data: bytes) -> str | None:
 def detect_kind(data: bytes) -> SourceKind:
     """PDF or image, by magic bytes (or PDF syntax after a lost header); else an ``InvalidSource``."""
     if not data:
-        raise InvalidSource("the file has no bytes", SourceProblem.EMPTY)
+        raise InvalidSource("the file has no bytes", reason=SourceProblem.EMPTY)
     # The PDF header may follow some junk; readers (MuPDF included) look in the first KiB.
     if b"%PDF-" in data[:1024]:
         return SourceKind.PDF
@@ -64,7 +64,7 @@ def detect_kind(data: bytes) -> SourceKind:
         return SourceKind.IMAGE
     if _PDF_SYNTAX.search(data[:4096]):
         return SourceKind.PDF
-    raise InvalidSource("not a PDF or image (JPEG, PNG, TIFF)", SourceProblem.UNSUPPORTED)
+    raise InvalidSource("not a PDF or image (JPEG, PNG, TIFF)", reason=SourceProblem.UNSUPPORTED)
 
 
 def open_source(
@@ -92,7 +92,7 @@ def check_pages(
         try:
             page = doc.load_page(number)
         except Exception as exc:  # a damaged page tree makes MuPDF raise several kinds of error
-            raise InvalidSource(f"page {number + 1} cannot be read", SourceProblem.CORRUPT) from exc
+            raise InvalidSource(f"page {number + 1} cannot be read", reason=SourceProblem.CORRUPT) from exc
         check_page(page, max_page_pixels=max_page_pixels, long_edge=long_edge)
 
 
@@ -102,12 +102,12 @@ def check_page(page: pymupdf.Page, *, max_page_pixels: int, long_edge: int = CLA
         rendered = render_pixels(page.rect, long_edge)
         embedded = sum(int(info[2]) * int(info[3]) for info in page.get_images(full=True))
     except Exception as exc:  # a damaged page makes MuPDF raise several kinds of error
-        raise InvalidSource(f"page {page.number + 1} cannot be read", SourceProblem.CORRUPT) from exc
+        raise InvalidSource(f"page {page.number + 1} cannot be read", reason=SourceProblem.CORRUPT) from exc
     worst = max(rendered, embedded)
     if worst > max_page_pixels:
         raise InvalidSource(
             f"page {page.number + 1} needs {worst:,} pixels, over the budget of {max_page_pixels:,}",
-            SourceProblem.OVERSIZED,
+            reason=SourceProblem.OVERSIZED,
         )
 
 
@@ -130,44 +130,52 @@ def render_check(doc: pymupdf.Document, *, long_edge: int = 64) -> None:
             zoom = long_edge / max(page.rect.width, page.rect.height, 1.0)
             page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
         except Exception as exc:  # MuPDF reports broken content as RuntimeError, ValueError, ...
-            raise InvalidSource(f"page {number + 1} cannot be rendered", SourceProblem.CORRUPT) from exc
+            raise InvalidSource(
+                f"page {number + 1} cannot be rendered", reason=SourceProblem.CORRUPT
+            ) from exc
 
 
 def _open_pdf(data: bytes) -> pymupdf.Document:
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
     except Exception as exc:  # FileDataError, EmptyFileError, or a bare RuntimeError from MuPDF
-        raise InvalidSource("the file cannot be opened as a PDF", SourceProblem.CORRUPT) from exc
+        raise InvalidSource("the file cannot be opened as a PDF", reason=SourceProblem.CORRUPT) from exc
     # Owner-password-only files open with the empty user password; anything else needs a secret.
     if doc.needs_pass and not doc.authenticate(""):
         doc.close()
-        raise InvalidSource("the PDF needs a password", SourceProblem.ENCRYPTED)
+        raise InvalidSource("the PDF needs a password", reason=SourceProblem.ENCRYPTED)
     try:
         pages = doc.page_count
     except Exception as exc:
         doc.close()
-        raise InvalidSource("the page tree cannot be read", SourceProblem.CORRUPT) from exc
+        raise InvalidSource("the page tree cannot be read", reason=SourceProblem.CORRUPT) from exc
     if pages == 0:
         damaged = doc.is_repaired
         doc.close()
         if damaged:
-            raise InvalidSource("the PDF is damaged and no page could be recovered", SourceProblem.CORRUPT)
-        raise InvalidSource("the PDF has no pages", SourceProblem.EMPTY)
+            raise InvalidSource(
+                "the PDF is damaged and no page could be recovered", reason=SourceProblem.CORRUPT
+            )
+        raise InvalidSource("the PDF has no pages", reason=SourceProblem.EMPTY)
     return doc
 
 
 def _image_to_pdf(data: bytes, max_page_pixels: int) -> pymupdf.Document:
     fmt = image_format(data)
     if fmt is None:
-        raise InvalidSource("not a PDF or image (JPEG, PNG, TIFF)", SourceProblem.UNSUPPORTED)
+        raise InvalidSource("not a PDF or image (JPEG, PNG, TIFF)", reason=SourceProblem.UNSUPPORTED)
     sizes = _page_sizes(data, fmt, max_page_pixels)
     try:
         with pymupdf.open(stream=data, filetype=fmt) as images:
             converted = pymupdf.open("pdf", images.convert_to_pdf())
     except Exception as exc:  # a damaged image body only shows when MuPDF decodes it
-        raise InvalidSource(f"the {fmt.upper()} image cannot be decoded", SourceProblem.CORRUPT) from exc
+        raise InvalidSource(
+            f"the {fmt.upper()} image cannot be decoded", reason=SourceProblem.CORRUPT
+        ) from exc
     if converted.page_count != len(sizes):
-        raise InvalidSource(f"the {fmt.upper()} image's frames cannot all be read", SourceProblem.CORRUPT)
+        raise InvalidSource(
+            f"the {fmt.upper()} image's frames cannot all be read", reason=SourceProblem.CORRUPT
+        )
     doc = pymupdf.open()
     for number, (width, height) in enumerate(sizes):
         # MuPDF sizes pages at 96 dpi when the image says nothing; redraw at the resolution we trust.
@@ -192,21 +200,25 @@ def _page_sizes(data: bytes, fmt: str, max_page_pixels: int) -> list[tuple[float
                     sizes.append(_points(image.size, image.info.get("dpi")))
                 return sizes
         except Image.DecompressionBombError as exc:
-            raise InvalidSource("the image is far over the pixel budget", SourceProblem.OVERSIZED) from exc
+            raise InvalidSource(
+                "the image is far over the pixel budget", reason=SourceProblem.OVERSIZED
+            ) from exc
         except InvalidSource:
             raise
         except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError, struct.error, ...
-            raise InvalidSource(f"the {fmt.upper()} header cannot be read", SourceProblem.CORRUPT) from exc
+            raise InvalidSource(
+                f"the {fmt.upper()} header cannot be read", reason=SourceProblem.CORRUPT
+            ) from exc
 
 
 def _check_frame(size: tuple[int, int], frame: int, max_page_pixels: int) -> None:
     width, height = size
     if width <= 0 or height <= 0:
-        raise InvalidSource(f"image frame {frame + 1} has no pixels", SourceProblem.CORRUPT)
+        raise InvalidSource(f"image frame {frame + 1} has no pixels", reason=SourceProblem.CORRUPT)
     if width * height > max_page_pixels:
         raise InvalidSource(
             f"image frame {frame + 1} is {width}x{height} pixels, over the budget of {max_page_pixels:,}",
-            SourceProblem.OVERSIZED,
+            reason=SourceProblem.OVERSIZED,
         )
 
 

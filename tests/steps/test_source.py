@@ -55,7 +55,7 @@ def _reason(data: bytes, kind: SourceKind | None = None, budget: int = BUDGET) -
 
 
 def test_the_reason_leads_the_message_and_survives_pickling() -> None:
-    exc = InvalidSource("the PDF needs a password", SourceProblem.ENCRYPTED)
+    exc = InvalidSource("the PDF needs a password", reason=SourceProblem.ENCRYPTED)
     assert str(exc) == "encrypted: the PDF needs a password"
     copy = pickle.loads(pickle.dumps(exc))
     assert (copy.reason, str(copy)) == (SourceProblem.ENCRYPTED, str(exc))
