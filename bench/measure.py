@@ -21,6 +21,7 @@ from raybatch.settings import ClaudeSettings, OcrSettings, PrepareSettings, Sett
 from raybatch.steps.chunk import ChunkPlan, plan_chunks
 from raybatch.steps.pack import megabytes
 from raybatch.steps.source import open_source
+from raybatch.units import MB
 
 REQUIRED_KEYS = (
     "cores",
@@ -144,7 +145,7 @@ def figures(settings: Settings, cores: int, single: Timing, prepare: Timing, e2e
         "e2e_write_seconds": round(e2e.write_seconds, 2),
         "jobs": e2e.jobs,
         "jobs_failed": e2e.failed,
-        "request_mb": round(e2e.request_bytes / 1e6, 2),
+        "request_mb": round(e2e.request_bytes / MB, 2),
         "batch_max_mb": settings.batch_max_mb,
         "batches": e2e.batches,
         "batches_lower_bound": batches_lower_bound(e2e.request_bytes, settings.batch_max_mb),

@@ -29,6 +29,7 @@ from raybatch.sources import list_sources
 from raybatch.state import open_state
 from raybatch.steps.chunk import ChunkPlan
 from raybatch.tasks import RayPrepareTasks, prepare_chunk
+from raybatch.units import MIB
 
 WRITER_TITLE = "ray::WriterActor"  # Ray's process title for the writer actors (".write" while busy)
 
@@ -184,7 +185,7 @@ def _writers_rss_mb() -> tuple[float, bool]:
                 writing = writing or title.startswith(f"{WRITER_TITLE}.write")
         except psutil.Error:
             continue  # ended while we looked
-    return total / (1 << 20), writing
+    return total / MIB, writing
 
 
 def ray_environment() -> None:

@@ -86,7 +86,6 @@ def settings_from(args: argparse.Namespace, **more: Any) -> Settings:
     return load_settings(**overrides)
 
 
-# --- commands -------------------------------------------------------------------------------
 def cmd_run(args: argparse.Namespace) -> int:
     from raybatch.commands import run_source
 
@@ -223,7 +222,6 @@ def _set_paused(args: argparse.Namespace, paused: bool) -> int:
     return 0
 
 
-# --- arguments ------------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="raybatch", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")

@@ -34,6 +34,8 @@ rejected credentials) is taken up again by the next run of its source: ``retried
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 
 class RaybatchError(Exception):
     """Base of every error raybatch raises on purpose."""
@@ -87,8 +89,28 @@ class ConfigError(PermanentError):
     """Invalid settings or command-line arguments."""
 
 
+class SourceProblem(StrEnum):
+    """Why a source file cannot be used: an ``InvalidSource``'s ``reason``, first in its message."""
+
+    ENCRYPTED = "encrypted"
+    CORRUPT = "corrupt"
+    EMPTY = "empty"
+    OVERSIZED = "oversized"
+    UNSUPPORTED = "unsupported"
+    LINKED = "linked"  # a symbolic link (never followed)
+    NOT_A_FILE = "not-a-file"
+    UNREADABLE = "unreadable"
+    CHANGED = "changed"  # no longer the bytes that were registered
+
+
 class InvalidSource(PermanentError):
-    """A source file that cannot be processed: encrypted, corrupt, empty, too large."""
+    """A source file that cannot be processed: encrypted, corrupt, empty, too large.
+
+    With a ``reason`` the message reads ``<reason>: <detail>``."""
+
+    def __init__(self, detail: str, *, reason: SourceProblem | None = None) -> None:
+        super().__init__(f"{reason}: {detail}" if reason else detail)
+        self.reason = reason
 
 
 class InvalidRequest(PermanentError):

@@ -153,7 +153,7 @@ def _report(settings: Settings, tally: Tally, state: StateStore, jobs: Sequence[
     output = tally.pages * EXPECTED_OUTPUT_TOKENS_PER_PAGE
     usage = Usage(input_tokens=tally.input_tokens, output_tokens=output)
     as_images = replace(usage, input_tokens=usage.input_tokens + tally.text_pages * IMAGE_TOKEN_CAP)
-    modes = {j.mode for j in jobs} or {settings.processing_mode.value}
+    modes = {j.mode for j in jobs} or {settings.processing_mode}
     batch, sync = cost_usd({"batch": usage}, prices), cost_usd({"sync": usage}, prices)
     batches = pack(
         tally.sizes,

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from raybatch.units import MIB
+
 CUSTOM_ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _CUSTOM_ID = re.compile(r"^job_(\d+)_batch_(\d+)$")
 
@@ -50,13 +52,13 @@ def processing_key(sha256: str, n: int, request_config: str) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def sha256_file(path: str | Path, block: int = 1 << 20) -> str:
+def sha256_file(path: str | Path, block: int = MIB) -> str:
     """Hex sha256 of a file, read in blocks."""
     with open(path, "rb") as handle:
         return sha256_stream(handle, block)
 
 
-def sha256_stream(stream: BinaryIO, block: int = 1 << 20) -> str:
+def sha256_stream(stream: BinaryIO, block: int = MIB) -> str:
     """Hex sha256 of a binary stream, read in blocks."""
     digest = hashlib.sha256()
     while chunk := stream.read(block):

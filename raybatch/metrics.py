@@ -12,6 +12,7 @@ from typing import Any
 
 from raybatch.cost import ModelPrices, cost_usd
 from raybatch.models import Usage
+from raybatch.units import MB
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class Metrics:
     def batch_created(self, requests: int, request_bytes: int) -> None:
         self._inc("requests_submitted", requests, {"mode": "batch"})
         self._inc("batches_created", 1)
-        self._inc("request_megabytes", request_bytes / 1e6)
+        self._inc("request_megabytes", request_bytes / MB)
 
     def sync_sent(self, requests: int) -> None:
         self._inc("requests_submitted", requests, {"mode": "sync"})

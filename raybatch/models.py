@@ -38,6 +38,13 @@ class JobStatus(StrEnum):
 TERMINAL_JOB_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELED})
 
 
+class ProcessingMode(StrEnum):
+    """How chunks reach Claude: the Batch API (half price) or synchronous Messages calls."""
+
+    BATCH = "batch"
+    SYNC = "sync"
+
+
 class Priority(StrEnum):
     """Which queue a job is in: urgent jobs are sent synchronously and taken first everywhere."""
 
@@ -55,9 +62,9 @@ def priority_of(value: object) -> Priority:
     return Priority.NORMAL
 
 
-def mode_for(priority: Priority, default_mode: str) -> str:
+def mode_for(priority: Priority, default_mode: ProcessingMode) -> ProcessingMode:
     """How a job's requests reach Claude: urgent ones synchronously, others by the default."""
-    return "sync" if priority is Priority.URGENT else default_mode
+    return ProcessingMode.SYNC if priority is Priority.URGENT else default_mode
 
 
 SYNC_BATCH_ID = "sync"  # the batch id chunks carry while a synchronous call is under way
@@ -121,7 +128,7 @@ class JobRecord:
     kind: SourceKind
     size_bytes: int
     status: JobStatus
-    mode: str = "batch"
+    mode: ProcessingMode = ProcessingMode.BATCH
     priority: Priority = Priority.NORMAL
     pages: int | None = None
     progress: float = 0.0
@@ -144,15 +151,33 @@ class Lease:
     attempt: int
 
 
+class TextSource(StrEnum):
+    """Where a page's text came from: its text layer, an OCR engine, or nowhere."""
+
+    LAYER = "layer"
+    OCR = "ocr"
+    NONE = "none"
+
+
+def ocr_origin(engine: str) -> str:
+    """The origin of text an OCR engine read: ``ocr:<engine's name and version>``."""
+    return f"{TextSource.OCR}:{engine}"
+
+
 @dataclass(frozen=True)
 class PageText:
-    """The text of one page and where it came from (``layer``, ``ocr:<engine>`` or ``none``)."""
+    """The text of one page and where it came from: a ``TextSource``, or ``ocr_origin(engine)``."""
 
     page: int
     text: str
     origin: str
     confidence: float = 1.0
     rotation: int = 0  # clockwise degrees that make the page upright: 0, 90, 180 or 270
+
+    @property
+    def source(self) -> TextSource:
+        """Where the text came from, without the OCR engine's name."""
+        return TextSource(self.origin.split(":", 1)[0])
 
 
 @dataclass(frozen=True)

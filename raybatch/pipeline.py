@@ -97,7 +97,7 @@ def run(
         state,
         settings.section(StoreSettings),
         max_page_pixels=settings.max_page_pixels,
-        mode=settings.processing_mode.value,
+        mode=settings.processing_mode,
         force=force,
         priority=Priority.URGENT if urgent else Priority.NORMAL,
     )
@@ -181,7 +181,7 @@ def register_source(
         state,
         settings.section(StoreSettings),
         max_page_pixels=settings.max_page_pixels,
-        mode=settings.processing_mode.value,
+        mode=settings.processing_mode,
         force=force,
     )
     jobs = [r.job for r in registrar.register_all(listing.files, threads=threads)]

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from raybatch.errors import InvalidSource, error_class
 from raybatch.ids import sha256_bytes
-from raybatch.models import JobRecord, JobStatus, Priority, SourceKind, mode_for
+from raybatch.models import JobRecord, JobStatus, Priority, ProcessingMode, SourceKind, mode_for
 from raybatch.settings import StoreSettings
 from raybatch.sources import SourceFile, read_source
 from raybatch.state.port import NewJob, StateStore
@@ -72,7 +72,7 @@ class Registrar:
     state: StateStore
     sources: StoreSettings
     max_page_pixels: int
-    mode: str = "batch"
+    mode: ProcessingMode = ProcessingMode.BATCH
     force: bool = False
     priority: Priority = Priority.NORMAL
 

@@ -24,23 +24,17 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from raybatch.errors import ConfigError
+from raybatch.models import ProcessingMode
 
 if TYPE_CHECKING:
     from raybatch.cost import ModelPrices
 
-# Anthropic's hard limits for one Message Batch; the packer keeps below them.
+# Anthropic's hard limits for one Message Batch (decimal MB); the packer keeps below them.
 ANTHROPIC_BATCH_MAX_MB = 256
 ANTHROPIC_BATCH_MAX_REQUESTS = 100_000
 
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
-
-
-class ProcessingMode(StrEnum):
-    """How chunks reach Claude: the Batch API (half price) or synchronous Messages calls."""
-
-    BATCH = "batch"
-    SYNC = "sync"
 
 
 class Modality(StrEnum):
@@ -98,7 +92,9 @@ class ClaudeSettings(RequestSettings):
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
     batch_size: int = Field(30, ge=1, description="jobs taken per submit pass")
-    batch_max_mb: int = Field(200, ge=1, le=ANTHROPIC_BATCH_MAX_MB)
+    batch_max_mb: int = Field(
+        200, ge=1, le=ANTHROPIC_BATCH_MAX_MB, description="request MB (10⁶ bytes) a batch"
+    )
     batch_max_requests: int = Field(10_000, ge=1, le=ANTHROPIC_BATCH_MAX_REQUESTS)
     poll_interval: float = Field(10.0, gt=0, description="seconds between polls, the backoff's cap")
     poll_deadline: float = Field(48 * 3600.0, gt=0, description="seconds before a batch wait times out")
@@ -125,6 +121,7 @@ class ClaudeSettings(RequestSettings):
 
 # Claude's largest useful image side: larger images are scaled down by the API (PAGE_LONG_EDGE's cap).
 CLAUDE_MAX_LONG_EDGE = 1568
+MAX_PAGE_PIXELS = 150_000_000  # the default pixel budget of one source page (MAX_PAGE_PIXELS)
 
 
 class PrepareSettings(_Section):
@@ -135,7 +132,7 @@ class PrepareSettings(_Section):
     page_long_edge: int = Field(CLAUDE_MAX_LONG_EDGE, ge=256, le=CLAUDE_MAX_LONG_EDGE)
     image_format: str = Field("jpeg", pattern="^(jpeg|webp)$")
     image_quality: int = Field(80, ge=30, le=100)
-    max_page_pixels: int = Field(150_000_000, ge=1_000_000, description="pixel budget per source page")
+    max_page_pixels: int = Field(MAX_PAGE_PIXELS, ge=1_000_000, description="pixel budget per source page")
     page_modality: Modality = Modality.ADAPTIVE
     prepare_max_attempts: int = Field(3, ge=1, le=20, description="prepare tries per job, OOM kills included")
     prepare_timeout: float = Field(
@@ -183,7 +180,7 @@ class WriterSettings(_Section):
     """The result-writer pool and its memory budget."""
 
     result_workers: int = Field(2, ge=1, le=256)
-    max_concurrent_mb: int = Field(1024, ge=1)
+    max_concurrent_mb: int = Field(1024, ge=1, description="source MiB (2²⁰ bytes) in the writers at once")
     result_resource: str = "result_mb"
     write_timeout: float = Field(1800.0, gt=0, description="seconds one job's write may run, then stopped")
 

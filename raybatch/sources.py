@@ -23,18 +23,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlparse
 
-from raybatch.errors import ConfigError, InvalidSource
+from raybatch.errors import ConfigError, InvalidSource, SourceProblem
 from raybatch.ids import sha256_bytes
 from raybatch.objects.minio import MinioObjectStore
 from raybatch.settings import StoreSettings
 
 SOURCE_SUFFIXES = frozenset({".pdf", ".jpg", ".jpeg", ".png", ".tif", ".tiff"})
-
-# Why a source's bytes were not used: the first word of the InvalidSource message.
-LINKED = "linked"
-NOT_A_FILE = "not-a-file"
-UNREADABLE = "unreadable"
-CHANGED = "changed"
 
 
 @dataclass(frozen=True)
@@ -138,8 +132,9 @@ def read_source(uri: str, settings: StoreSettings, *, sha256: str | None = None)
         raise ConfigError(f"unsupported source URI scheme {parsed.scheme!r}")
     if sha256 is not None and sha256_bytes(data) != sha256:
         raise InvalidSource(
-            f"{CHANGED}: the file's bytes are no longer those registered (sha256 {sha256[:12]}...); "
-            "register it again to process the new file"
+            f"the file's bytes are no longer those registered (sha256 {sha256[:12]}...); "
+            "register it again to process the new file",
+            reason=SourceProblem.CHANGED,
         )
     return data
 
@@ -151,17 +146,19 @@ def _read_local(path: Path) -> bytes:
     except OSError as exc:
         if path.is_symlink():
             raise InvalidSource(
-                f"{LINKED}: the file is a symbolic link leading out of its source folder; "
-                "links are not followed"
+                "the file is a symbolic link leading out of its source folder; links are not followed",
+                reason=SourceProblem.LINKED,
             ) from exc
-        raise InvalidSource(f"{UNREADABLE}: cannot read source file: {_why(exc)}") from exc
+        raise InvalidSource(f"cannot read source file: {_why(exc)}", reason=SourceProblem.UNREADABLE) from exc
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise InvalidSource(f"{NOT_A_FILE}: the source is not a regular file")
+            raise InvalidSource("the source is not a regular file", reason=SourceProblem.NOT_A_FILE)
         try:
             return handle.read()
         except OSError as exc:
-            raise InvalidSource(f"{UNREADABLE}: cannot read source file: {_why(exc)}") from exc
+            raise InvalidSource(
+                f"cannot read source file: {_why(exc)}", reason=SourceProblem.UNREADABLE
+            ) from exc
 
 
 def _why(exc: OSError) -> str:

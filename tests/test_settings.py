@@ -1,4 +1,4 @@
-"""The one settings object: the seed's env names work as written, bad values name their variable."""
+"""The one settings object: the documented env names work as written, bad values name their variable."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from raybatch.settings import (
     secret_env_names,
 )
 
-SEED_KNOBS = {
+DESIGN_KNOBS = {
     "PROCESSING_MODE": ("sync", "processing_mode", ProcessingMode.SYNC),
     "OCR_WORKERS": ("3", "ocr_workers", 3),
     "BATCH_SIZE": ("50", "batch_size", 50),
@@ -35,13 +35,13 @@ SEED_KNOBS = {
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)  # no stray .env file
     secrets = ["ANTHROPIC_API_KEY", "MINIO_SECRET_KEY"]
-    for name in [*SEED_KNOBS, *secrets, "ANTHROPIC_BASE_URL", "STORE", "RAYBATCH_HOME"]:
+    for name in [*DESIGN_KNOBS, *secrets, "ANTHROPIC_BASE_URL", "STORE", "RAYBATCH_HOME"]:
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.mark.parametrize("name", sorted(SEED_KNOBS))
-def test_seed_knob_names_work_as_written(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    raw, field, expected = SEED_KNOBS[name]
+@pytest.mark.parametrize("name", sorted(DESIGN_KNOBS))
+def test_design_knob_names_work_as_written(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    raw, field, expected = DESIGN_KNOBS[name]
     monkeypatch.setenv(name, raw)
     value = getattr(load_settings(), field)
     assert (value.get_secret_value() if isinstance(value, SecretStr) else value) == expected

@@ -24,6 +24,7 @@ from raybatch.ids import marked_custom_id
 from raybatch.metrics import Metrics
 from raybatch.models import BatchStatus
 from raybatch.state.port import BatchRecord, StateStore
+from raybatch.units import MB
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ class BatchCreator:
         self._unattached[intent_id] = batch
         await self._attach(intent_id, batch)
         self._metrics.batch_created(len(group), size)
-        log.info("batch %s created: %d requests, %.1f MB", batch.id, len(group), size / 1e6)
+        log.info("batch %s created: %d requests, %.1f MB", batch.id, len(group), size / MB)
 
     async def record_created(self) -> None:
         """Record the batches created whose recording failed before."""

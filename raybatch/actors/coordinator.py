@@ -51,7 +51,8 @@ from raybatch.models import BatchStatus, ChunkStatus, JobStatus, Priority, sync_
 from raybatch.settings import ClaudeSettings, model_prices
 from raybatch.spend import SpendGate
 from raybatch.state.port import BatchRecord, StateStore
-from raybatch.steps.pack import ENVELOPE_BYTES, pack
+from raybatch.steps.pack import ENVELOPE_BYTES, megabytes, pack
+from raybatch.units import MB
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -391,7 +392,7 @@ class BatchCoordinator:
         """Submit when a batch is full, BATCH_SIZE jobs wait, the driver flushes, or the wait is long."""
         if self._flush or len(offers) >= self._claude.batch_size:
             return True
-        if sum(o.request_bytes for o in offers) >= self._claude.batch_max_mb * 1_000_000:
+        if sum(o.request_bytes for o in offers) >= megabytes(self._claude.batch_max_mb):
             return True
         waited = self._monotonic() - (self._first_offer_at or self._monotonic())
         return waited >= self._claude.poll_interval
@@ -424,11 +425,11 @@ class BatchCoordinator:
         return requests
 
     async def _submit_batches(self, requests: Sequence[PreparedRequest]) -> None:
-        max_bytes = self._claude.batch_max_mb * 1_000_000
+        max_bytes = megabytes(self._claude.batch_max_mb)
         too_large = [r for r in requests if ENVELOPE_BYTES + r.encoded_size > max_bytes]
         for request in too_large:
             reason = (
-                f"chunk {request.n} is {request.encoded_size / 1e6:.1f} MB as a request: "
+                f"chunk {request.n} is {request.encoded_size / MB:.1f} MB as a request: "
                 f"larger than a batch may be (BATCH_MAX_MB={self._claude.batch_max_mb})"
             )
             await self._fail_jobs({request.job_id}, InvalidRequest(reason))

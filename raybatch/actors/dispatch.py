@@ -18,11 +18,12 @@ from typing import Any
 import ray
 from ray.exceptions import RayError
 
-from raybatch.actors.writer import MB, WriteReport
+from raybatch.actors.writer import WriteReport
 from raybatch.errors import RaybatchError, TimeLimitExceeded, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import JobRecord, JobStatus, Lease, Priority
 from raybatch.state.port import StateStore
+from raybatch.units import MIB
 
 log = logging.getLogger(__name__)
 URGENT = Priority.URGENT
@@ -145,7 +146,7 @@ class WriterPool:
         for job in sorted(waiting, key=lambda j: (j.priority is not URGENT, j.id)):
             if not self._placed():
                 break
-            size_mb = job.size_bytes / MB
+            size_mb = job.size_bytes / MIB
             if not admissible(self.in_flight_mb, size_mb, self._budget_mb, len(self._running)):
                 break
             if self._admit(job, size_mb):

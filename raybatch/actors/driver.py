@@ -152,7 +152,6 @@ class Driver:
         self._last_move: Any = None
         self.add(state.get_jobs(job_ids))
 
-    # --- the run's jobs -------------------------------------------------------------------
     def add(self, jobs: Sequence[JobRecord]) -> None:
         """Jobs joining the run (registered before the run or while it runs)."""
         for job in jobs:
@@ -197,7 +196,6 @@ class Driver:
     def _live(self) -> int:
         return sum(n for status, n in self._counts.items() if not status.terminal)
 
-    # --- the loop -------------------------------------------------------------------------
     def run(self, on_progress: Callable[[Progress], None] | None = None) -> list[JobRecord]:
         """Drive until every job of the run ended; returns the jobs as they ended."""
         while True:
@@ -365,7 +363,6 @@ class Driver:
             len(self._parts.writers.leases),
         )
 
-    # --- the coordinator ------------------------------------------------------------------
     def _offer(self, ready: ReadyJob) -> None:
         self._offered[ready.job_id] = ready
         if ready.job_id in self._seen:
@@ -459,7 +456,6 @@ class Driver:
             args = (ready.job_id, dict(ready.payloads), ready.mode, ready.request_bytes)
             self._parts.call(self._coordinator.offer.remote(*args))
 
-    # --- leases and progress --------------------------------------------------------------
     def _renew_leases(self) -> None:
         """Every lease this driver holds, renewed in one statement."""
         if self._monotonic() - self._last_renew < self._lease_seconds / 4:

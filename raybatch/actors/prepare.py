@@ -10,7 +10,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from raybatch.claude.records import PreparedRequest
-from raybatch.models import CachedPage, ChunkRecord, ChunkStatus, JobRecord, PageText, RenderedPage
+from raybatch.models import (
+    CachedPage,
+    ChunkRecord,
+    ChunkStatus,
+    JobRecord,
+    PageText,
+    RenderedPage,
+    TextSource,
+)
 from raybatch.ocr.cache import CachedOcr, PageTextCache
 from raybatch.ocr.port import OcrEngine, PageImage
 from raybatch.settings import OcrSettings, PrepareSettings, RequestSettings
@@ -27,11 +35,12 @@ from raybatch.steps.render import (
     upright,
 )
 from raybatch.steps.source import open_source
+from raybatch.units import MIB
 
 # Rough resident cost of preparing one page: the raster, its PNG for OCR, the encoded image.
-BYTES_PER_PAGE = 24 * 1024 * 1024
+BYTES_PER_PAGE = 24 * MIB
 # What an OCR engine's models and the interpreter cost a worker before any page.
-TASK_BASE_BYTES = 400 * 1024 * 1024
+TASK_BASE_BYTES = 400 * MIB
 
 
 @dataclass(frozen=True)
@@ -128,7 +137,7 @@ class ChunkPreparer:
 
     def _reads(self, text: PageText) -> bool:
         """Will OCR read this page (so it needs the larger raster)?"""
-        return text.origin == "none" and self._ocr is not None
+        return text.source is TextSource.NONE and self._ocr is not None
 
     def _read_missing(
         self,
@@ -138,7 +147,7 @@ class ChunkPreparer:
         cache: PageTextCache | None,
     ) -> tuple[list[PageText], list[int]]:
         """OCR the pages whose text layer is not usable (cached per page), when an engine is set."""
-        missing = [i for i, t in enumerate(texts) if t.origin == "none"]
+        missing = [i for i, t in enumerate(texts) if t.source is TextSource.NONE]
         if not missing or self._ocr is None:
             return texts, []
         engine: OcrEngine = self._ocr if cache is None else CachedOcr(self._ocr, cache, sha256)

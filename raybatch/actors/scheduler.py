@@ -20,7 +20,7 @@ from ray.exceptions import RayError, RayTaskError
 from raybatch.actors.prepare import ChunkSummary
 from raybatch.errors import RaybatchError, TimeLimitExceeded, TransientError, error_class
 from raybatch.metrics import Metrics
-from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease, Priority
+from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease, Priority, ProcessingMode
 from raybatch.reuse import outstanding_of
 from raybatch.state.port import StateStore
 from raybatch.steps.chunk import ChunkPlan
@@ -47,7 +47,7 @@ class ReadyJob:
     """A job whose chunks are all prepared: hand its payload handles to the coordinator."""
 
     job_id: int
-    mode: str
+    mode: ProcessingMode
     payloads: Mapping[int, Any]
     request_bytes: int
 
@@ -191,7 +191,6 @@ class PrepareScheduler:
         self._launch(backlog_bytes + sum(job.request_bytes for job in ready))
         return ready
 
-    # --- launching ------------------------------------------------------------------------
     def _within_attempts(self, job: JobRecord, lease: Lease) -> bool:
         if lease.attempt <= self._max_attempts:
             return True
@@ -240,7 +239,6 @@ class PrepareScheduler:
         each = sum(recent) // len(recent) if recent else GUESS_REQUEST_BYTES
         return each * len(self._in_flight)
 
-    # --- collecting -----------------------------------------------------------------------
     def _collect(self) -> list[ReadyJob]:
         """The chunks prepared since the last look, saved with the jobs they complete in one
         transaction (not one per chunk and one per job)."""

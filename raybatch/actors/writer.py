@@ -41,8 +41,7 @@ from raybatch.steps.source import open_source
 from raybatch.steps.stitch import StitchedDocument, stitch
 from raybatch.steps.table import documents_table
 from raybatch.steps.thumbnail import thumbnail
-
-MB = 1024 * 1024
+from raybatch.units import MIB
 
 
 @dataclass(frozen=True)
@@ -61,9 +60,9 @@ class WriteReport:
 
 def documents_at_once(size_bytes: int) -> int:
     """How many documents of one job are built at a time: 1 above 50 MB, 2 from 20 MB, else 4."""
-    if size_bytes > 50 * MB:
+    if size_bytes > 50 * MIB:
         return 1
-    if size_bytes >= 20 * MB:
+    if size_bytes >= 20 * MIB:
         return 2
     return 4
 
@@ -130,7 +129,7 @@ class ResultWriter:
             status, error, count = JobStatus.FAILED, f"{error_class(exc)}: {exc}", 0
         self._metrics.job_finished(status.value, job.priority.value)
         return WriteReport(
-            job.id, status, job.size_bytes / MB, started, time.time(), count, _peak_rss_mb(), error
+            job.id, status, job.size_bytes / MIB, started, time.time(), count, _peak_rss_mb(), error
         )
 
     def _park(self, job: JobRecord, lease: Lease) -> JobStatus:
@@ -266,4 +265,4 @@ def _opened(data: bytes, job: JobRecord, max_page_pixels: int) -> Iterator[pymup
 def _peak_rss_mb() -> float:
     """This process's peak resident memory so far, in MB (Linux reports KiB)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 1024 if os.name == "posix" else peak / MB
+    return peak / 1024 if os.name == "posix" else peak / MIB

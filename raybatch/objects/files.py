@@ -12,7 +12,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-CHUNK_BYTES = 1 << 20
+from raybatch.units import MIB
+
+CHUNK_BYTES = MIB
 
 
 def stage(path: Path, chunks: Iterable[bytes]) -> Path:

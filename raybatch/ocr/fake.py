@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from PIL import Image, PngImagePlugin
 
-from raybatch.models import PageText
+from raybatch.models import PageText, ocr_origin
 from raybatch.ocr.images import decode_bgr
 from raybatch.ocr.port import PageImage
 
@@ -55,7 +55,7 @@ class LabelledOcr:
         return PageText(
             page=page.page,
             text=text,
-            origin=f"ocr:{self.name}",
+            origin=ocr_origin(self.name),
             confidence=1.0 if text else 0.0,
             rotation=int(meta.get(_ROTATION_KEY, "0")),
         )

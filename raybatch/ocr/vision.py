@@ -23,14 +23,15 @@ from raybatch.errors import (
     RateLimited,
     UpstreamUnavailable,
 )
-from raybatch.models import PageText
+from raybatch.models import PageText, ocr_origin
 from raybatch.ocr.port import PageImage
 from raybatch.ocr.visionwire import rotation_from_boxes
 from raybatch.retry import Backoff, retry_call
+from raybatch.units import MIB
 
 VISION_MAX_IMAGES = 16  # images per batch_annotate_images request
-VISION_MAX_REQUEST_BYTES = 10 * 1024 * 1024  # JSON request size
-VISION_MAX_IMAGE_BYTES = 20 * 1024 * 1024  # one image file
+VISION_MAX_REQUEST_BYTES = 10 * MIB  # JSON request size
+VISION_MAX_IMAGE_BYTES = 20 * MIB  # one image file
 DEFAULT_BACKOFF = Backoff(initial=1.0, factor=2.0, cap=30.0, jitter=0.2)
 _SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 _PER_IMAGE_OVERHEAD = 256  # JSON around one base64 image
@@ -156,7 +157,7 @@ class GoogleVisionOcr:
         return PageText(
             page=page.page,
             text=text.strip(),
-            origin=f"ocr:{self.name}",
+            origin=ocr_origin(self.name),
             confidence=round(_confidence(annotation, text), 4),
             rotation=_rotation(annotation),
         )

@@ -18,7 +18,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from raybatch.errors import LeaseLost, retried_on_rerun
-from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, Priority, SourceKind
+from raybatch.models import (
+    TERMINAL_JOB_STATUSES,
+    JobRecord,
+    JobStatus,
+    Lease,
+    Priority,
+    ProcessingMode,
+    SourceKind,
+)
 from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by, in_groups
 from raybatch.state.port import JobGlance, JobTotals, NewJob
 from raybatch.state.rows import job_record
@@ -141,7 +149,7 @@ class JobQueries(SqlBase):
         source_name: str,
         kind: SourceKind,
         size_bytes: int,
-        mode: str = "batch",
+        mode: ProcessingMode = ProcessingMode.BATCH,
         force: bool = False,
         pages: int | None = None,
         priority: Priority = Priority.NORMAL,
@@ -202,7 +210,7 @@ class JobQueries(SqlBase):
                 "source_name": spec.source_name,
                 "kind": SourceKind(spec.kind).value,
                 "size_bytes": spec.size_bytes,
-                "mode": spec.mode,
+                "mode": ProcessingMode(spec.mode).value,
                 "priority": Priority(spec.priority).value,
                 "status": JobStatus.PENDING.value,
                 "pages": spec.pages,
@@ -243,7 +251,7 @@ class JobQueries(SqlBase):
             where = jobs.c.status.in_(_UNSENT) if unsent else jobs.c.status.not_in(_UNSENT)
             values: dict[str, Any] = {"priority": Priority.URGENT.value, "updated_at": now}
             if unsent:
-                values["mode"] = "sync"
+                values["mode"] = ProcessingMode.SYNC.value
             move = sa.update(jobs).where(jobs.c.id.in_(ids), where, *_LIVE_OR_FAILED).values(values)
             changed += [row.id for row in conn.execute(move.returning(jobs.c.id))]
         return changed
@@ -349,7 +357,7 @@ class JobQueries(SqlBase):
             jobs.c.status,
             sa.func.count(),
             sa.func.coalesce(sa.func.sum(jobs.c.pages), 0),
-            sa.func.sum(sa.case((jobs.c.mode == "batch", 1), else_=0)),
+            sa.func.sum(sa.case((jobs.c.mode == ProcessingMode.BATCH.value, 1), else_=0)),
             jobs.c.priority,
         ).group_by(jobs.c.status, jobs.c.priority)
         docs = sa.select(sa.func.count()).select_from(document_rows)

@@ -24,6 +24,7 @@ from raybatch.models import (
     Lease,
     PageText,
     Priority,
+    ProcessingMode,
     ResultType,
     SourceKind,
     Usage,
@@ -58,7 +59,7 @@ class NewJob:
     source_name: str
     kind: SourceKind
     size_bytes: int
-    mode: str = "batch"
+    mode: ProcessingMode = ProcessingMode.BATCH
     pages: int | None = None
     priority: Priority = Priority.NORMAL
 
@@ -122,7 +123,7 @@ class StateStore(Protocol):
         source_name: str,
         kind: SourceKind,
         size_bytes: int,
-        mode: str = "batch",
+        mode: ProcessingMode = ProcessingMode.BATCH,
         force: bool = False,
         pages: int | None = None,
         priority: Priority = Priority.NORMAL,

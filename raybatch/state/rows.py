@@ -16,6 +16,7 @@ from raybatch.models import (
     JobStatus,
     PageText,
     Priority,
+    ProcessingMode,
     SourceKind,
 )
 from raybatch.state.port import BatchRecord, ErrorRecord
@@ -31,7 +32,7 @@ def job_record(row: Row[Any]) -> JobRecord:
         kind=SourceKind(row.kind),
         size_bytes=row.size_bytes,
         status=JobStatus(row.status),
-        mode=row.mode,
+        mode=ProcessingMode(row.mode),
         priority=Priority(row.priority),
         pages=row.pages,
         progress=float(row.progress),

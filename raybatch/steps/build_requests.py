@@ -22,7 +22,7 @@ from raybatch.claude.records import PreparedRequest
 from raybatch.claude.schema import answer_schema
 from raybatch.errors import InvalidRequest
 from raybatch.ids import custom_id, processing_key
-from raybatch.models import PageText, RenderedPage
+from raybatch.models import PageText, RenderedPage, TextSource
 from raybatch.settings import CLAUDE_MAX_LONG_EDGE, Modality, PrepareSettings, RequestSettings
 
 MAX_PAGES = 8
@@ -113,8 +113,8 @@ def sends_image(text: PageText, modality: Modality, min_confidence: float) -> bo
         return not text.text.strip()
     if sum(ch.isalnum() for ch in text.text) < MIN_TEXT_ONLY_CHARS:
         return True
-    confident_ocr = text.origin.startswith("ocr:") and text.confidence >= min_confidence
-    return not (text.origin == "layer" or confident_ocr)
+    confident_ocr = text.source is TextSource.OCR and text.confidence >= min_confidence
+    return not (text.source is TextSource.LAYER or confident_ocr)
 
 
 def _content(pages: Sequence[RenderedPage], modality: Modality, min_confidence: float) -> list[dict]:

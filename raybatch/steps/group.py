@@ -17,8 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 # Cyrillic letters that look like Latin ones, folded to the Latin (after casefolding).
-_LOOKALIKES = str.maketrans("авекмнорстухёіјѕ", "abekmhopctyxeijs")
+LOOKALIKES = str.maketrans("авекмнорстухёіјѕ", "abekmhopctyxeijs")
 _TOKEN = re.compile(r"[^\W_]+")
+_GLUED_NO = re.compile(r"\bno(?=\d)")  # "No5": the mark written against its number
 _SHORT_FORMS = (
     *("ооо", "оао", "зао", "пао", "нао", "ао", "ип", "чп", "тоо", "нко", "гуп", "муп", "фгуп"),
     *("llc", "ltd", "limited", "inc", "incorporated", "corp", "corporation", "co", "company"),
@@ -43,14 +44,15 @@ _REFERENCE_FILLERS = (
 def _skeleton_tokens(text: str) -> list[str]:
     # "№" first: NFKC would spell it "No" and glue it to the number.
     folded = unicodedata.normalize("NFKC", text.replace("№", " ")).casefold()
+    folded = _GLUED_NO.sub("no ", folded)
     tokens: list[str] = []
     initials = False  # the last token was built from one-letter tokens
     for token in _TOKEN.findall(folded):
         single = len(token) == 1 and token.isalpha()
         if single and initials:
-            tokens[-1] += token.translate(_LOOKALIKES)  # "L.L.C." reads as "llc", "О.О.О." as "ооо"
+            tokens[-1] += token.translate(LOOKALIKES)  # "L.L.C." reads as "llc", "О.О.О." as "ооо"
             continue
-        tokens.append(token.translate(_LOOKALIKES))
+        tokens.append(token.translate(LOOKALIKES))
         initials = single
     return tokens
 

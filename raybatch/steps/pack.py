@@ -22,15 +22,16 @@ from collections.abc import Iterable
 from raybatch.claude.records import PreparedRequest
 from raybatch.errors import ConfigError, InvalidRequest
 from raybatch.settings import ANTHROPIC_BATCH_MAX_MB, ANTHROPIC_BATCH_MAX_REQUESTS
+from raybatch.units import MB
 
 ENVELOPE_BYTES = len('{"requests":[]}')
 # "256 MB" read as decimal megabytes, the stricter reading; settings' MB are converted the same way
-ANTHROPIC_MAX_BATCH_BYTES = ANTHROPIC_BATCH_MAX_MB * 1_000_000
+ANTHROPIC_MAX_BATCH_BYTES = ANTHROPIC_BATCH_MAX_MB * MB
 
 
 def megabytes(mb: float) -> int:
     """A limit given in MB (settings' ``batch_max_mb``) in bytes, as the packer counts them."""
-    return int(mb * 1_000_000)
+    return int(mb * MB)
 
 
 def batch_body_size(requests: Iterable[PreparedRequest]) -> int:

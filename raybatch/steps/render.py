@@ -1,7 +1,7 @@
 """Render: pages of an open source → images sized for Claude, the text layer, its direction.
 
-Pure: a PyMuPDF document in, values out. The pixel budget is checked on the page's embedded images
-before anything is decoded, so a page bomb fails its job instead of the worker.
+Pure: a PyMuPDF document in, values out. Each page is checked against the pixel budget (the source
+step's check) before anything is decoded, so a page bomb fails its job instead of the worker.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import pymupdf
 from PIL import Image
 
 from raybatch.errors import InvalidSource
-from raybatch.models import PageText
-from raybatch.settings import CLAUDE_MAX_LONG_EDGE
+from raybatch.models import PageText, TextSource
+from raybatch.settings import CLAUDE_MAX_LONG_EDGE, MAX_PAGE_PIXELS
+from raybatch.steps.source import check_page, render_zoom
 
-MAX_ZOOM = 300 / 72  # never render finer than 300 dpi, even for small pages
 # Claude scales larger images down to about 1 600 tokens (width x height / 750): pixels past that
 # cost bytes and upload time and add nothing. OCR still reads the full-size raster.
 CLAUDE_MAX_PIXELS = 1600 * 750
@@ -34,7 +34,7 @@ class RenderOptions:
     long_edge: int = CLAUDE_MAX_LONG_EDGE
     image_format: str = "jpeg"
     quality: int = 80
-    max_page_pixels: int = 150_000_000
+    max_page_pixels: int = MAX_PAGE_PIXELS
 
 
 @dataclass
@@ -45,24 +45,11 @@ class PageRaster:
     image: Image.Image
 
 
-def check_page_budget(page: pymupdf.Page, max_pixels: int) -> None:
-    """Refuse a page whose embedded images would decode past the pixel budget."""
-    total = 0
-    for info in page.get_images(full=True):
-        width, height = int(info[2]), int(info[3])
-        total += width * height
-    if total > max_pixels:
-        raise InvalidSource(
-            f"page {page.number + 1} holds images of {total:,} pixels, over the budget of {max_pixels:,}"
-        )
-
-
 def zoom_for(page: pymupdf.Page, long_edge: int, max_pixels: int | None = None) -> float:
     """The zoom that makes the page's long edge at most ``long_edge`` pixels (and its area at most
     ``max_pixels``, when given)."""
     rect = page.rect
-    side = max(rect.width, rect.height, 1.0)
-    zoom = min(long_edge / side, MAX_ZOOM)
+    zoom = render_zoom(rect, long_edge)
     if max_pixels is not None:
         # a hair under: MuPDF rounds the pixmap's sides up
         zoom = min(zoom, 0.995 * (max_pixels / max(rect.width * rect.height, 1.0)) ** 0.5)
@@ -72,7 +59,7 @@ def zoom_for(page: pymupdf.Page, long_edge: int, max_pixels: int | None = None) 
 def rasterize(page: pymupdf.Page, options: RenderOptions, *, for_ocr: bool = True) -> PageRaster:
     """Draw one page in RGB: at the long-edge limit when OCR will read it, else only as large as
     Claude uses (about 1 600 tokens)."""
-    check_page_budget(page, options.max_page_pixels)
+    check_page(page, max_page_pixels=options.max_page_pixels, long_edge=options.long_edge)
     zoom = zoom_for(page, options.long_edge, None if for_ocr else CLAUDE_MAX_PIXELS)
     try:
         pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
@@ -99,7 +86,7 @@ def text_layer(page: pymupdf.Page) -> PageText:
     return PageText(
         page=page.number + 1,
         text=text if usable else "",
-        origin="layer" if usable else "none",
+        origin=TextSource.LAYER if usable else TextSource.NONE,
         confidence=1.0 if usable else 0.0,
         rotation=rotation if usable else 0,
     )

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import pymupdf
 
-from raybatch.errors import InvalidSource
+from raybatch.errors import InvalidSource, SourceProblem
 
 PRODUCER = "raybatch"
 _METADATA = {"producer": PRODUCER, "creator": PRODUCER}
@@ -49,7 +49,9 @@ def _copy_pages(source: pymupdf.Document, first_page: int, last_page: int) -> py
         clean = pymupdf.open("pdf", source.tobytes(garbage=3, encryption=decrypted))
         return _inserted(clean, first_page, last_page)
     except Exception as exc:
-        raise InvalidSource(f"corrupt: pages {first_page}-{last_page} cannot be copied") from exc
+        raise InvalidSource(
+            f"pages {first_page}-{last_page} cannot be copied", reason=SourceProblem.CORRUPT
+        ) from exc
 
 
 def _inserted(source: pymupdf.Document, first_page: int, last_page: int) -> pymupdf.Document:

@@ -2,8 +2,8 @@
 
 Images (JPEG, PNG, TIFF with any number of frames) become a PDF with one page per frame. Sizes are
 checked before anything is decoded or rendered, so a pixel bomb fails its job instead of its worker.
-Every ``InvalidSource`` message starts with one of the reasons below, then says why in words; it
-never quotes the file's contents.
+Every ``InvalidSource`` carries one of the ``REASONS`` (its ``reason``, also first in its message),
+then says why in words; it never quotes the file's contents.
 """
 
 from __future__ import annotations
@@ -15,16 +15,18 @@ import warnings
 import pymupdf
 from PIL import Image
 
-from raybatch.errors import InvalidSource
+from raybatch.errors import InvalidSource, SourceProblem
 from raybatch.models import SourceKind
 from raybatch.settings import CLAUDE_MAX_LONG_EDGE
 
-ENCRYPTED = "encrypted"
-CORRUPT = "corrupt"
-EMPTY = "empty"
-OVERSIZED = "oversized"
-UNSUPPORTED = "unsupported"
-REASONS = (ENCRYPTED, CORRUPT, EMPTY, OVERSIZED, UNSUPPORTED)
+# The reasons this module's InvalidSource carries.
+REASONS = (
+    SourceProblem.ENCRYPTED,
+    SourceProblem.CORRUPT,
+    SourceProblem.EMPTY,
+    SourceProblem.OVERSIZED,
+    SourceProblem.UNSUPPORTED,
+)
 
 MAX_RENDER_ZOOM = 300 / 72  # and its finest scale
 ASSUMED_DPI = 300.0  # a scan that states no believable resolution
@@ -43,11 +45,6 @@ _IMAGE_MAGIC = (
 )
 
 
-def reason_of(exc: InvalidSource) -> str:
-    """The reason an ``InvalidSource`` from this module names (its message's first word)."""
-    return str(exc).split(":", 1)[0]
-
-
 def image_format(data: bytes) -> str | None:
     """``jpeg``, ``png`` or ``tiff`` by magic bytes; None for anything else."""
     for magic, name in _IMAGE_MAGIC:
@@ -59,7 +56,7 @@ def image_format(data: bytes) -> str | None:
 def detect_kind(data: bytes) -> SourceKind:
     """PDF or image, by magic bytes (or PDF syntax after a lost header); else an ``InvalidSource``."""
     if not data:
-        raise InvalidSource(f"{EMPTY}: the file has no bytes")
+        raise InvalidSource("the file has no bytes", reason=SourceProblem.EMPTY)
     # The PDF header may follow some junk; readers (MuPDF included) look in the first KiB.
     if b"%PDF-" in data[:1024]:
         return SourceKind.PDF
@@ -67,7 +64,7 @@ def detect_kind(data: bytes) -> SourceKind:
         return SourceKind.IMAGE
     if _PDF_SYNTAX.search(data[:4096]):
         return SourceKind.PDF
-    raise InvalidSource(f"{UNSUPPORTED}: not a PDF or image (JPEG, PNG, TIFF)")
+    raise InvalidSource("not a PDF or image (JPEG, PNG, TIFF)", reason=SourceProblem.UNSUPPORTED)
 
 
 def open_source(
@@ -94,22 +91,34 @@ def check_pages(
     for number in range(doc.page_count):
         try:
             page = doc.load_page(number)
-            rendered = render_pixels(page.rect, long_edge)
-            embedded = sum(int(info[2]) * int(info[3]) for info in page.get_images(full=True))
         except Exception as exc:  # a damaged page tree makes MuPDF raise several kinds of error
-            raise InvalidSource(f"{CORRUPT}: page {number + 1} cannot be read") from exc
-        worst = max(rendered, embedded)
-        if worst > max_page_pixels:
-            raise InvalidSource(
-                f"{OVERSIZED}: page {number + 1} needs {worst:,} pixels, "
-                f"over the budget of {max_page_pixels:,}"
-            )
+            raise InvalidSource(f"page {number + 1} cannot be read", reason=SourceProblem.CORRUPT) from exc
+        check_page(page, max_page_pixels=max_page_pixels, long_edge=long_edge)
+
+
+def check_page(page: pymupdf.Page, *, max_page_pixels: int, long_edge: int = CLAUDE_MAX_LONG_EDGE) -> None:
+    """Refuse one page that would render, or whose images would decode, past the pixel budget."""
+    try:
+        rendered = render_pixels(page.rect, long_edge)
+        embedded = sum(int(info[2]) * int(info[3]) for info in page.get_images(full=True))
+    except Exception as exc:  # a damaged page makes MuPDF raise several kinds of error
+        raise InvalidSource(f"page {page.number + 1} cannot be read", reason=SourceProblem.CORRUPT) from exc
+    worst = max(rendered, embedded)
+    if worst > max_page_pixels:
+        raise InvalidSource(
+            f"page {page.number + 1} needs {worst:,} pixels, over the budget of {max_page_pixels:,}",
+            reason=SourceProblem.OVERSIZED,
+        )
+
+
+def render_zoom(rect: pymupdf.Rect, long_edge: int) -> float:
+    """The zoom that draws a page with its long edge at ``long_edge`` (never finer than 300 dpi)."""
+    return min(long_edge / max(rect.width, rect.height, 1.0), MAX_RENDER_ZOOM)
 
 
 def render_pixels(rect: pymupdf.Rect, long_edge: int) -> int:
     """Pixels of a page drawn with its long edge at ``long_edge`` (never finer than 300 dpi)."""
-    side = max(rect.width, rect.height, 1.0)
-    zoom = min(long_edge / side, MAX_RENDER_ZOOM)
+    zoom = render_zoom(rect, long_edge)
     return round(rect.width * zoom) * round(rect.height * zoom)
 
 
@@ -121,44 +130,52 @@ def render_check(doc: pymupdf.Document, *, long_edge: int = 64) -> None:
             zoom = long_edge / max(page.rect.width, page.rect.height, 1.0)
             page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
         except Exception as exc:  # MuPDF reports broken content as RuntimeError, ValueError, ...
-            raise InvalidSource(f"{CORRUPT}: page {number + 1} cannot be rendered") from exc
+            raise InvalidSource(
+                f"page {number + 1} cannot be rendered", reason=SourceProblem.CORRUPT
+            ) from exc
 
 
 def _open_pdf(data: bytes) -> pymupdf.Document:
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
     except Exception as exc:  # FileDataError, EmptyFileError, or a bare RuntimeError from MuPDF
-        raise InvalidSource(f"{CORRUPT}: the file cannot be opened as a PDF") from exc
+        raise InvalidSource("the file cannot be opened as a PDF", reason=SourceProblem.CORRUPT) from exc
     # Owner-password-only files open with the empty user password; anything else needs a secret.
     if doc.needs_pass and not doc.authenticate(""):
         doc.close()
-        raise InvalidSource(f"{ENCRYPTED}: the PDF needs a password")
+        raise InvalidSource("the PDF needs a password", reason=SourceProblem.ENCRYPTED)
     try:
         pages = doc.page_count
     except Exception as exc:
         doc.close()
-        raise InvalidSource(f"{CORRUPT}: the page tree cannot be read") from exc
+        raise InvalidSource("the page tree cannot be read", reason=SourceProblem.CORRUPT) from exc
     if pages == 0:
         damaged = doc.is_repaired
         doc.close()
         if damaged:
-            raise InvalidSource(f"{CORRUPT}: the PDF is damaged and no page could be recovered")
-        raise InvalidSource(f"{EMPTY}: the PDF has no pages")
+            raise InvalidSource(
+                "the PDF is damaged and no page could be recovered", reason=SourceProblem.CORRUPT
+            )
+        raise InvalidSource("the PDF has no pages", reason=SourceProblem.EMPTY)
     return doc
 
 
 def _image_to_pdf(data: bytes, max_page_pixels: int) -> pymupdf.Document:
     fmt = image_format(data)
     if fmt is None:
-        raise InvalidSource(f"{UNSUPPORTED}: not a PDF or image (JPEG, PNG, TIFF)")
+        raise InvalidSource("not a PDF or image (JPEG, PNG, TIFF)", reason=SourceProblem.UNSUPPORTED)
     sizes = _page_sizes(data, fmt, max_page_pixels)
     try:
         with pymupdf.open(stream=data, filetype=fmt) as images:
             converted = pymupdf.open("pdf", images.convert_to_pdf())
     except Exception as exc:  # a damaged image body only shows when MuPDF decodes it
-        raise InvalidSource(f"{CORRUPT}: the {fmt.upper()} image cannot be decoded") from exc
+        raise InvalidSource(
+            f"the {fmt.upper()} image cannot be decoded", reason=SourceProblem.CORRUPT
+        ) from exc
     if converted.page_count != len(sizes):
-        raise InvalidSource(f"{CORRUPT}: the {fmt.upper()} image's frames cannot all be read")
+        raise InvalidSource(
+            f"the {fmt.upper()} image's frames cannot all be read", reason=SourceProblem.CORRUPT
+        )
     doc = pymupdf.open()
     for number, (width, height) in enumerate(sizes):
         # MuPDF sizes pages at 96 dpi when the image says nothing; redraw at the resolution we trust.
@@ -183,21 +200,25 @@ def _page_sizes(data: bytes, fmt: str, max_page_pixels: int) -> list[tuple[float
                     sizes.append(_points(image.size, image.info.get("dpi")))
                 return sizes
         except Image.DecompressionBombError as exc:
-            raise InvalidSource(f"{OVERSIZED}: the image is far over the pixel budget") from exc
+            raise InvalidSource(
+                "the image is far over the pixel budget", reason=SourceProblem.OVERSIZED
+            ) from exc
         except InvalidSource:
             raise
         except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError, struct.error, ...
-            raise InvalidSource(f"{CORRUPT}: the {fmt.upper()} header cannot be read") from exc
+            raise InvalidSource(
+                f"the {fmt.upper()} header cannot be read", reason=SourceProblem.CORRUPT
+            ) from exc
 
 
 def _check_frame(size: tuple[int, int], frame: int, max_page_pixels: int) -> None:
     width, height = size
     if width <= 0 or height <= 0:
-        raise InvalidSource(f"{CORRUPT}: image frame {frame + 1} has no pixels")
+        raise InvalidSource(f"image frame {frame + 1} has no pixels", reason=SourceProblem.CORRUPT)
     if width * height > max_page_pixels:
         raise InvalidSource(
-            f"{OVERSIZED}: image frame {frame + 1} is {width}x{height} pixels, "
-            f"over the budget of {max_page_pixels:,}"
+            f"image frame {frame + 1} is {width}x{height} pixels, over the budget of {max_page_pixels:,}",
+            reason=SourceProblem.OVERSIZED,
         )
 
 

@@ -4,8 +4,9 @@ At each border the last document of the chunk before (A) and the first of the ch
 one document when both flags say so (A.last_continues_next and B.first_continues_previous), two
 when neither does. When the flags disagree the fields decide: they are one document when A and B
 have the same type and neither their numbers nor their counterparties conflict (a conflict is both
-present and different, ignoring case, punctuation, spaces and a leading "№"/"No." mark); otherwise
-two. Flags that point outside the source (before page 1, after the last page) are ignored.
+present and different, compared as grouping compares them: ignoring case, punctuation, spaces, a
+leading "№"/"No." mark, legal forms and Cyrillic/Latin look-alikes); otherwise two. Flags that
+point outside the source (before page 1, after the last page) are ignored.
 
 A merged document takes its type from the first part that is not ``other``, each scalar field from
 the first part where it is not null, and the union of the parts' named fields (first value wins).
@@ -13,15 +14,12 @@ the first part where it is not null, and the union of the parts' named fields (f
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from raybatch.claude.answer import ChunkAnswer, DocType, FoundDocument
 from raybatch.models import DocumentFields, field_values
-
-_NUMBER_MARK = re.compile(r"^\s*(?:№|#|no\.|no(?=\s*\d))\s*", re.I)
-_NON_WORD = re.compile(r"[\W_]+")
+from raybatch.steps.group import normalize_counterparty, normalize_reference
 
 
 @dataclass(frozen=True)
@@ -64,7 +62,8 @@ def stitch(answers: Sequence[tuple[int, ChunkAnswer]], pages: int) -> list[Stitc
 def same_document(before: StitchedDocument, after: StitchedDocument) -> bool:
     """The tie-break when the flags disagree: same type, and no conflicting number or counterparty."""
     return before.type == after.type and not (
-        _conflict(before.number, after.number) or _conflict(before.counterparty, after.counterparty)
+        _conflict(before.number, after.number, normalize_reference)
+        or _conflict(before.counterparty, after.counterparty, normalize_counterparty)
     )
 
 
@@ -76,12 +75,8 @@ def _joins(
     return same_document(before, after)
 
 
-def _conflict(a: str | None, b: str | None) -> bool:
-    return a is not None and b is not None and _normal(a) != _normal(b)
-
-
-def _normal(value: str) -> str:
-    return _NON_WORD.sub("", _NUMBER_MARK.sub("", value)).casefold()
+def _conflict(a: str | None, b: str | None, skeleton: Callable[[str | None], str]) -> bool:
+    return a is not None and b is not None and skeleton(a) != skeleton(b)
 
 
 def _from_found(doc: FoundDocument, rotations: Mapping[int, int]) -> StitchedDocument:

@@ -10,7 +10,7 @@ import io
 import pymupdf
 from PIL import Image
 
-from raybatch.errors import InvalidSource
+from raybatch.errors import InvalidSource, SourceProblem
 from raybatch.steps.slice import upright_turn
 
 MEDIA_TYPE = "image/webp"
@@ -36,7 +36,7 @@ def thumbnail(
     doc = pymupdf.open("pdf", source) if isinstance(source, bytes) else source
     try:
         if doc.page_count == 0:
-            raise InvalidSource("empty: no page to draw a thumbnail of")
+            raise InvalidSource("no page to draw a thumbnail of", reason=SourceProblem.EMPTY)
         return _encode(_draw(doc.load_page(0), long_edge, turn), quality)
     finally:
         if doc is not source:
@@ -48,7 +48,7 @@ def _draw(page: pymupdf.Page, long_edge: int, turn: int) -> Image.Image:
     try:
         pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)
     except Exception as exc:  # MuPDF reports broken content as RuntimeError, ValueError, ...
-        raise InvalidSource(f"corrupt: page {page.number + 1} cannot be drawn") from exc
+        raise InvalidSource(f"page {page.number + 1} cannot be drawn", reason=SourceProblem.CORRUPT) from exc
     image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
     if turn:
         image = image.rotate(-turn, expand=True)  # PIL turns counter-clockwise

@@ -1,4 +1,4 @@
-"""Issue 3's round trip: the sample corpus's requests → packed batches → the emulator through the real
+"""The round trip: the sample corpus's requests → packed batches → the emulator through the real
 SDK → results filed by custom_id → stitched documents equal to the truth, field by field."""
 
 from __future__ import annotations

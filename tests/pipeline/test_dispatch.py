@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from raybatch.actors.dispatch import WriterPool, admissible
-from raybatch.actors.writer import MB, WriteReport
+from raybatch.actors.writer import WriteReport
 from raybatch.ids import sha256_bytes
 from raybatch.models import JobStatus, Lease, SourceKind
 from raybatch.state import SqlStateStore
+from raybatch.units import MIB
 
 
 class FakeWriter:
@@ -64,7 +65,7 @@ def answered_job(state: SqlStateStore, n: int, size_mb: float) -> int:
         source_uri=f"file:///{n}",
         source_name=f"{n}.pdf",
         kind=SourceKind.PDF,
-        size_bytes=int(size_mb * MB),
+        size_bytes=int(size_mb * MIB),
     )
     state.transition(job.id, [JobStatus.PENDING], JobStatus.ANSWERED, pages=1)
     return job.id
@@ -88,7 +89,7 @@ def test_megabytes_in_flight_stay_within_the_budget(state: SqlStateStore, seed: 
     rng = random.Random(seed)
     sizes = {answered_job(state, n, rng.choice([1, 2, 5, 9, 14, 30])): 0.0 for n in range(30)}
     for job in state.list_jobs():
-        sizes[job.id] = job.size_bytes / MB
+        sizes[job.id] = job.size_bytes / MIB
     harness = Harness(state, writers=4, budget_mb=20)
     while state.list_jobs([JobStatus.ANSWERED, JobStatus.WRITING]):
         harness.pool.tick(harness.answered())

@@ -17,7 +17,7 @@ from raybatch.claude.prompt import SYSTEM_PROMPT
 from raybatch.claude.schema import answer_schema
 from raybatch.errors import InvalidRequest
 from raybatch.ids import processing_key
-from raybatch.models import PageText, RenderedPage
+from raybatch.models import PageText, RenderedPage, TextSource, ocr_origin
 from raybatch.settings import Modality
 from raybatch.steps.build_requests import MIN_TEXT_ONLY_CHARS, RequestConfig, build_request, sends_image
 from raybatch.steps.pack import ENVELOPE_BYTES, batch_body_size
@@ -183,3 +183,10 @@ def test_everything_that_changes_a_request_changes_its_key(change: dict[str, Any
     )  # fmt: skip
     assert replace(config, **change).key(SHA, 1) != config.key(SHA, 1)
     assert config.key(SHA, 1) == replace(config).key(SHA, 1) != config.key(SHA, 2)
+
+
+def test_a_page_texts_source_is_its_origin_without_the_engine() -> None:
+    assert ocr_origin("tesseract-5.5/osd") == "ocr:tesseract-5.5/osd"
+    assert PageText(page=1, text="x", origin=ocr_origin("tesseract-5.5/osd")).source is TextSource.OCR
+    assert PageText(page=1, text="x", origin=TextSource.LAYER).source is TextSource.LAYER
+    assert PageText(page=1, text="", origin="none").source is TextSource.NONE

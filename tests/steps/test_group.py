@@ -204,3 +204,12 @@ def test_sample_corpus_groups_survive_ocr_noise(seed: int) -> None:
     }
     assert len(noisy) > len(truth["groups"])  # the noise really changed some spellings
     assert _found_partition(truth, noise.add_ocr_noise) == _truth_partition(truth)
+
+
+@pytest.mark.parametrize("spelling", ["No15/2024", "no 15/2024", "№15/2024", "No. 15/2024", "#15/2024"])
+def test_number_marks_are_one_rule(spelling: str) -> None:
+    assert normalize_reference(spelling) == normalize_reference("15/2024") == "152024"
+
+
+def test_a_glued_no_inside_a_number_stays() -> None:
+    assert normalize_reference("Д-15 no5") == "д15no5"

@@ -105,7 +105,7 @@ def test_a_job_that_fits_spans_at_most_two_batches(work: tuple[list[PreparedRequ
             assert sum(any(r.job_id == job for r in batch) for batch in batches) <= 2
 
 
-def test_small_requests_meet_the_issue_bound_at_production_scale() -> None:
+def test_small_requests_meet_the_stated_bound_at_production_scale() -> None:
     # 3 MB chunks, 200 MB batches: the count stays within one of ⌈total / limit⌉
     requests = [req(job, n, 3_000_000 + 7 * n) for job in range(40) for n in range(25)]
     limit = megabytes(200)

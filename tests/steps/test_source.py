@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import pickle
 import struct
 import zlib
 from pathlib import Path
@@ -11,20 +12,9 @@ import pymupdf
 import pytest
 from PIL import Image
 
-from raybatch.errors import InvalidSource
+from raybatch.errors import InvalidSource, SourceProblem
 from raybatch.models import SourceKind
-from raybatch.steps.source import (
-    CORRUPT,
-    EMPTY,
-    ENCRYPTED,
-    OVERSIZED,
-    REASONS,
-    UNSUPPORTED,
-    detect_kind,
-    open_source,
-    reason_of,
-    render_check,
-)
+from raybatch.steps.source import REASONS, detect_kind, open_source, render_check
 
 QPDF_CORPUS = Path(__file__).resolve().parents[1] / "data" / "qpdf"  # real damaged and encrypted PDFs
 BUDGET = 150_000_000
@@ -58,10 +48,18 @@ def _png_header(width: int, height: int) -> bytes:
     )
 
 
-def _reason(data: bytes, kind: SourceKind | None = None, budget: int = BUDGET) -> str:
+def _reason(data: bytes, kind: SourceKind | None = None, budget: int = BUDGET) -> SourceProblem | None:
     with pytest.raises(InvalidSource) as info:
         open_source(data, kind or detect_kind(data), max_page_pixels=budget)
-    return reason_of(info.value)
+    return info.value.reason
+
+
+def test_the_reason_leads_the_message_and_survives_pickling() -> None:
+    exc = InvalidSource("the PDF needs a password", reason=SourceProblem.ENCRYPTED)
+    assert str(exc) == "encrypted: the PDF needs a password"
+    copy = pickle.loads(pickle.dumps(exc))
+    assert (copy.reason, str(copy)) == (SourceProblem.ENCRYPTED, str(exc))
+    assert InvalidSource("no reason").reason is None
 
 
 @pytest.mark.parametrize(
@@ -83,13 +81,13 @@ def test_detect_kind_by_magic(data: bytes, kind: SourceKind) -> None:
 def test_detect_kind_refuses_other_files(data: bytes) -> None:
     with pytest.raises(InvalidSource, match="not a PDF or image") as info:
         detect_kind(data)
-    assert reason_of(info.value) == UNSUPPORTED
+    assert info.value.reason == SourceProblem.UNSUPPORTED
 
 
 def test_detect_kind_refuses_empty_file() -> None:
     with pytest.raises(InvalidSource) as info:
         detect_kind(b"")
-    assert reason_of(info.value) == EMPTY
+    assert info.value.reason == SourceProblem.EMPTY
 
 
 def test_pdf_opens_with_its_pages() -> None:
@@ -100,7 +98,7 @@ def test_pdf_opens_with_its_pages() -> None:
 
 def test_encrypted_pdf_needs_password() -> None:
     data = _pdf(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="secret", owner_pw="owner")
-    assert _reason(data) == ENCRYPTED
+    assert _reason(data) == SourceProblem.ENCRYPTED
 
 
 def test_owner_password_only_opens_with_empty_user_password() -> None:
@@ -124,11 +122,11 @@ def _zero_page_pdf() -> bytes:
 
 
 def test_zero_page_pdf_is_empty() -> None:
-    assert _reason(_zero_page_pdf()) == EMPTY
+    assert _reason(_zero_page_pdf()) == SourceProblem.EMPTY
 
 
 def test_damaged_pdf_without_pages_is_corrupt() -> None:
-    assert _reason(_zero_page_pdf().replace(b"xref", b"xxxx")) == CORRUPT
+    assert _reason(_zero_page_pdf().replace(b"xref", b"xxxx")) == SourceProblem.CORRUPT
 
 
 @pytest.mark.parametrize("cut", [20, 200])
@@ -136,18 +134,21 @@ def test_truncated_pdf_is_corrupt_or_opens_repaired(cut: int) -> None:
     data = _pdf(2)[:cut]
     with pytest.raises(InvalidSource) as info:
         open_source(data, SourceKind.PDF, max_page_pixels=BUDGET)
-    assert reason_of(info.value) in {CORRUPT, EMPTY}
+    assert info.value.reason in {SourceProblem.CORRUPT, SourceProblem.EMPTY}
 
 
 def test_garbage_claiming_to_be_pdf_is_corrupt() -> None:
-    assert _reason(b"%PDF-1.4\n" + bytes(range(256)) * 8, SourceKind.PDF) in {CORRUPT, EMPTY}
+    assert _reason(b"%PDF-1.4\n" + bytes(range(256)) * 8, SourceKind.PDF) in {
+        SourceProblem.CORRUPT,
+        SourceProblem.EMPTY,
+    }
 
 
 def test_oversized_page_is_refused_before_rendering() -> None:
     doc = pymupdf.open()
     page = doc.new_page()
     page.insert_image(page.rect, stream=_image("PNG", (3000, 2000)))
-    assert _reason(doc.tobytes(), budget=1_000_000) == OVERSIZED
+    assert _reason(doc.tobytes(), budget=1_000_000) == SourceProblem.OVERSIZED
     assert open_source(doc.tobytes(), SourceKind.PDF, max_page_pixels=10_000_000).page_count == 1
 
 
@@ -191,18 +192,18 @@ def test_multipage_tiff_becomes_one_page_per_frame() -> None:
 
 
 def test_image_over_budget_is_refused_from_its_header() -> None:
-    assert _reason(_image("PNG", (2000, 1000)), budget=1_000_000) == OVERSIZED
+    assert _reason(_image("PNG", (2000, 1000)), budget=1_000_000) == SourceProblem.OVERSIZED
 
 
 @pytest.mark.parametrize("side", [10_000, 100_000])
 def test_decompression_bomb_is_refused_without_decoding(side: int) -> None:
     # 10 000² trips Pillow's warning, 100 000² its error: both end as our reason, nothing decoded.
-    assert _reason(_png_header(side, side), budget=50_000_000) == OVERSIZED
+    assert _reason(_png_header(side, side), budget=50_000_000) == SourceProblem.OVERSIZED
 
 
 def test_truncated_image_is_corrupt() -> None:
-    assert _reason(_image("PNG", (300, 300))[:40], SourceKind.IMAGE) == CORRUPT
-    assert _reason(b"\xff\xd8\xff\xe0" + b"\0" * 10, SourceKind.IMAGE) == CORRUPT
+    assert _reason(_image("PNG", (300, 300))[:40], SourceKind.IMAGE) == SourceProblem.CORRUPT
+    assert _reason(b"\xff\xd8\xff\xe0" + b"\0" * 10, SourceKind.IMAGE) == SourceProblem.CORRUPT
 
 
 def test_messages_never_quote_contents() -> None:
@@ -210,7 +211,7 @@ def test_messages_never_quote_contents() -> None:
     with pytest.raises(InvalidSource) as info:
         open_source(data, SourceKind.PDF, max_page_pixels=BUDGET)
     assert "SECRET" not in str(info.value)
-    assert reason_of(info.value) in REASONS
+    assert info.value.reason in REASONS
 
 
 def _qpdf_files() -> list[Path]:
@@ -226,7 +227,7 @@ def test_qpdf_corpus_opens_and_renders_or_fails_with_a_reason(path: Path) -> Non
         assert doc.page_count >= 1
         render_check(doc)
     except InvalidSource as exc:
-        assert reason_of(exc) in REASONS, str(exc)
+        assert exc.reason in REASONS, str(exc)
 
 
 def test_qpdf_corpus_is_there() -> None:

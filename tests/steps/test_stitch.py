@@ -92,6 +92,13 @@ def test_counterparty_punctuation_does_not_conflict() -> None:
     assert not same_document(a, StitchedDocument(2, 2, DocType.ACT, counterparty="ООО «Лютик»"))
 
 
+def test_fields_are_compared_as_grouping_compares_them() -> None:
+    a = StitchedDocument(1, 1, DocType.ACT, number="АСТ-24-7", counterparty="ООО «Ромашка»")  # Cyrillic
+    b = StitchedDocument(2, 2, DocType.ACT, number="No ACT-24-7", counterparty="Ромашка")
+    assert same_document(a, b)
+    assert not same_document(a, StitchedDocument(2, 2, DocType.ACT, number="ACT-24-8"))
+
+
 def test_a_document_through_three_chunks_and_flags_at_the_edges() -> None:
     answers = [
         (0, chunk([found(1, 8)], first=True, last=True)),

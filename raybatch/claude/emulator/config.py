@@ -16,11 +16,10 @@ from typing import Any
 
 from raybatch.claude.emulator.tokens import IMAGE_TOKEN_CAP
 from raybatch.errors import ConfigError
+from raybatch.units import MIB
 
 Responder = Callable[[Mapping[str, Any]], str]
 """A model stand-in: Messages params in, the answer's text out."""
-
-MB = 1 << 20
 
 # Endpoint names the HTTP faults can be limited to (Faults.endpoints).
 ENDPOINTS = frozenset(
@@ -114,8 +113,8 @@ class EmulatorConfig:
     cancel_seconds: float = 0.5  # time from cancel to ended
     expiry_seconds: float = 24 * 3600.0
     max_batch_requests: int = 100_000
-    max_batch_bytes: int = 256 * MB
-    max_message_bytes: int = 32 * MB
+    max_batch_bytes: int = 256 * MIB  # the looser reading of "256 MB"; the packer keeps to the stricter
+    max_message_bytes: int = 32 * MIB
     image_token_cap: int = IMAGE_TOKEN_CAP  # an image counts width*height/750 tokens, at most this
     keep_images: bool = False  # False: image data is dropped once counted, to keep batches small
     require_version: bool = True  # answer 400 without an anthropic-version header, as the API

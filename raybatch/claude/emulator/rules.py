@@ -25,8 +25,8 @@ from typing import Any
 from raybatch.claude.answer import ChunkAnswer, DocType, FoundDocument, NamedField, PageRotation
 from raybatch.models import field_values
 from raybatch.samples.truth import TruthBundle
+from raybatch.steps.group import LOOKALIKES
 
-_LOOKALIKES = str.maketrans("авекмнорстухі", "abekmhopctyxi")
 _NUMBER = r"[a-z]{1,3}-\d{2,4}-\d{3,4}(?!\d)"
 _NUMBER_RE = re.compile(rf"\b{_NUMBER}")
 # OCR reads the reference's "D" as 0 or O now and then; the digits after it are what matter.
@@ -66,7 +66,7 @@ def fold(text: str) -> str:
     """Lower case, no diacritics, Cyrillic look-alikes as Latin: what survives OCR, compared."""
     decomposed = unicodedata.normalize("NFKD", text)  # "№" becomes "No", "ё" an "е" and a mark
     plain = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return plain.lower().translate(_LOOKALIKES)
+    return plain.lower().translate(LOOKALIKES)
 
 
 _FOLDED_TYPE_WORDS = {t: tuple(fold(w) for w in words) for t, words in _TYPE_WORDS.items()}

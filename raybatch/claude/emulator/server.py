@@ -19,9 +19,10 @@ from urllib.parse import parse_qsl, urlsplit
 from raybatch.claude.emulator import wire
 from raybatch.claude.emulator.api import ANSWERS_PATH, Call, EmulatorApp, Reply, error_reply, json_reply
 from raybatch.claude.emulator.config import EmulatorConfig, Faults
+from raybatch.units import MIB
 
 log = logging.getLogger(__name__)
-_DRAIN_CHUNK = 1 << 20
+_DRAIN_CHUNK = MIB
 _POLL_SECONDS = 0.02  # how soon serve_forever notices stop()
 _JOIN_SECONDS = 10.0  # longest wait for a connection thread still answering at stop()
 
