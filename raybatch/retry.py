@@ -45,12 +45,13 @@ def retrying(
     budget: float | None = None,
     to_the_end: bool = False,
     retry_on: type[BaseException] | tuple[type[BaseException], ...] = TransientError,
+    retry_if: Callable[[Any], bool] | None = None,
     on_retry: Callable[[Any, int, float], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> T:
-    """``fn()``, tried again after a ``retry_on`` error until ``attempts`` tries or ``budget`` seconds
-    are spent; then the last error is raised as it was.
+    """``fn()``, tried again after a ``retry_on`` error (that ``retry_if`` accepts, when given) until
+    ``attempts`` tries or ``budget`` seconds are spent; then the last error is raised as it was.
 
     The budget counts from the first try and a wait that would pass it is not begun, unless
     ``to_the_end``: then the last wait is cut to end at the budget, where one more try is made.
@@ -64,6 +65,8 @@ def retrying(
         try:
             return fn()
         except retry_on as exc:
+            if retry_if is not None and not retry_if(exc):
+                raise
             waited = monotonic() - start
             delay = max(next(delays), getattr(exc, "retry_after", None) or 0.0)
             if attempts is not None and attempt >= attempts:

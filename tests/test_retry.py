@@ -6,23 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
+from raybatch.claude.emulator import ManualClock
 from raybatch.errors import AttemptsExhausted, InvalidRequest, RateLimited, StorageUnavailable
 from raybatch.retry import Backoff, retry_call, retrying
 
 STEADY = Backoff(initial=1.0, factor=2.0, cap=4.0)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-    def monotonic(self) -> float:
-        return self.now
 
 
 def failing(times: int, error: Exception) -> tuple[list[int], Callable[[], str]]:
@@ -38,14 +26,14 @@ def failing(times: int, error: Exception) -> tuple[list[int], Callable[[], str]]
 
 
 def test_tries_until_it_succeeds_with_the_backoff_between() -> None:
-    clock = Clock()
+    clock = ManualClock()
     calls, fn = failing(3, StorageUnavailable("down"))
-    assert retrying(fn, backoff=STEADY, attempts=5, sleep=clock.sleep, monotonic=clock.monotonic) == "done"
+    assert retrying(fn, backoff=STEADY, attempts=5, sleep=clock.sleep, monotonic=clock) == "done"
     assert len(calls) == 4 and clock.sleeps == [1.0, 2.0, 4.0]
 
 
 def test_past_its_attempts_the_last_error_is_raised_as_it_was() -> None:
-    clock = Clock()
+    clock = ManualClock()
     calls, fn = failing(10, StorageUnavailable("down"))
     with pytest.raises(StorageUnavailable):
         retrying(fn, backoff=STEADY, attempts=3, sleep=clock.sleep)
@@ -60,7 +48,7 @@ def test_retry_call_ends_in_attempts_exhausted() -> None:
 
 
 def test_other_errors_are_not_retried() -> None:
-    clock = Clock()
+    clock = ManualClock()
     calls, fn = failing(1, InvalidRequest("bad"))
     with pytest.raises(InvalidRequest):
         retrying(fn, backoff=STEADY, attempts=5, sleep=clock.sleep)
@@ -68,33 +56,31 @@ def test_other_errors_are_not_retried() -> None:
 
 
 def test_retry_after_wins_over_a_shorter_backoff() -> None:
-    clock = Clock()
+    clock = ManualClock()
     _, fn = failing(1, RateLimited("slow down", retry_after=30.0))
     retrying(fn, backoff=STEADY, attempts=3, sleep=clock.sleep)
     assert clock.sleeps == [30.0]
 
 
 def test_a_budget_does_not_begin_a_wait_that_would_pass_it() -> None:
-    clock = Clock()
+    clock = ManualClock()
     calls, fn = failing(100, StorageUnavailable("down"))
     with pytest.raises(StorageUnavailable):
-        retrying(fn, backoff=STEADY, budget=10.0, sleep=clock.sleep, monotonic=clock.monotonic)
+        retrying(fn, backoff=STEADY, budget=10.0, sleep=clock.sleep, monotonic=clock)
     assert clock.sleeps == [1.0, 2.0, 4.0] and len(calls) == 4  # a fourth wait (4 s) would pass 10 s
 
 
 def test_to_the_end_cuts_the_last_wait_and_tries_once_more_at_the_budget() -> None:
-    clock = Clock()
+    clock = ManualClock()
     calls, fn = failing(100, StorageUnavailable("down"))
     with pytest.raises(StorageUnavailable):
-        retrying(
-            fn, backoff=STEADY, budget=10.0, to_the_end=True, sleep=clock.sleep, monotonic=clock.monotonic
-        )
-    assert clock.sleeps == [1.0, 2.0, 4.0, 3.0] and len(calls) == 5 and clock.now == 10.0
+        retrying(fn, backoff=STEADY, budget=10.0, to_the_end=True, sleep=clock.sleep, monotonic=clock)
+    assert clock.sleeps == [1.0, 2.0, 4.0, 3.0] and len(calls) == 5 and clock() == 10.0
 
 
 def test_on_retry_hears_each_failure_that_is_tried_again() -> None:
     heard: list[tuple[int, float]] = []
-    clock = Clock()
+    clock = ManualClock()
     _, fn = failing(2, StorageUnavailable("down"))
     retrying(
         fn,
@@ -102,6 +88,16 @@ def test_on_retry_hears_each_failure_that_is_tried_again() -> None:
         attempts=5,
         on_retry=lambda exc, attempt, waited: heard.append((attempt, waited)),
         sleep=clock.sleep,
-        monotonic=clock.monotonic,
+        monotonic=clock,
     )
     assert heard == [(1, 0.0), (2, 1.0)]
+
+
+def test_retry_if_narrows_which_errors_are_tried_again() -> None:
+    clock = ManualClock()
+    calls, fn = failing(5, StorageUnavailable("down for good"))
+    with pytest.raises(StorageUnavailable):
+        retrying(
+            fn, backoff=STEADY, attempts=5, retry_if=lambda exc: "a while" in str(exc), sleep=clock.sleep
+        )
+    assert len(calls) == 1 and clock.sleeps == []

@@ -27,7 +27,7 @@ from raybatch.state.port import BatchRecord, StateStore
 
 log = logging.getLogger(__name__)
 
-Io = Callable[..., Awaitable[Any]]
+Io = Callable[..., Awaitable[Any]]  # runs a blocking call on the coordinator's pool
 
 
 class BatchCreator:

@@ -18,6 +18,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from raybatch.actors.batch_create import Io
 from raybatch.actors.filing import ResultFiler
 from raybatch.cancel import no_live_job
 from raybatch.claude.batch_client import AnthropicBatchClient
@@ -34,8 +35,6 @@ log = logging.getLogger(__name__)
 
 RESULT_READS = 5  # tries to read one batch's results when the stream is cut
 RESULT_BACKOFF = Backoff(initial=2.0, factor=2.0, cap=30.0)
-
-Io = Callable[..., Awaitable[Any]]
 
 
 class BatchPolls:
