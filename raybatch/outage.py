@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast
 
 from raybatch.errors import DatabaseUnavailable, StorageUnavailable, TransientError
-from raybatch.retry import Backoff
+from raybatch.retry import Backoff, retrying
 
 log = logging.getLogger(__name__)
 
@@ -46,22 +46,23 @@ class Patience:
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()``, waiting out this port's outage for at most the budget (from the first failure)."""
-        delays = self._backoff.delays()
         start = self._monotonic()
-        while True:
-            try:
-                result = fn()
-            except self.error as exc:
-                waited = self._monotonic() - start
-                delay = max(next(delays), exc.retry_after or 0.0)
-                if waited + delay > self.budget:
-                    log.error("%s still unavailable after %.0f s; giving up: %s", self.what, waited, exc)
-                    raise
-                self._say(exc, waited)
-                self._sleep(delay)
-                continue
-            self._recovered()
-            return result
+        try:
+            result = retrying(
+                fn,
+                backoff=self._backoff,
+                budget=self.budget,
+                retry_on=self.error,
+                on_retry=lambda exc, _, waited: self._say(exc, waited),
+                sleep=self._sleep,
+                monotonic=self._monotonic,
+            )
+        except self.error as exc:
+            waited = self._monotonic() - start
+            log.error("%s still unavailable after %.0f s; giving up: %s", self.what, waited, exc)
+            raise
+        self._recovered()
+        return result
 
     def _say(self, exc: Exception, waited: float) -> None:
         now = self._monotonic()

@@ -28,6 +28,7 @@ from typing import Any
 
 from raybatch.errors import ConfigError, RaybatchError, WaitTimedOut
 from raybatch.metrics import Metrics
+from raybatch.retry import Backoff, retrying
 from raybatch.settings import SecretUrl, Settings, StateSettings, WorkloadSettings, load_settings
 from raybatch.state import WorkloadLease, WorkloadStore, open_workload
 
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 __all__ = ["Budget", "Sizing", "concurrency", "hold", "open_budget", "run_command", "share", "snapshot"]
 
 WAIT_POLL_SECONDS = 1.0  # how often a holder waiting for room asks again
+WAIT_POLL = Backoff(initial=WAIT_POLL_SECONDS, factor=1.0, cap=WAIT_POLL_SECONDS)
 
 
 def share(capacity: int, leases: Sequence[WorkloadLease], mine: str | None) -> float:
@@ -327,16 +329,34 @@ def _wait_for(
     monotonic: Callable[[], float],
 ) -> WorkloadLease:
     """Take the lease, asking again every WAIT_POLL_SECONDS while the budget is full."""
-    started = monotonic()
-    lease = take()
-    if lease is None:
-        on_wait(f"{name} waits for {cost} workload units")
-    while lease is None:
-        if timeout is not None and monotonic() - started >= timeout:
-            raise WaitTimedOut(f"{name} found no room for {cost} workload units within {timeout:g} s")
-        sleep(WAIT_POLL_SECONDS)
+    said = False
+
+    def once() -> WorkloadLease:
+        nonlocal said
         lease = take()
-    return lease
+        if lease is None:
+            if not said:
+                on_wait(f"{name} waits for {cost} workload units")
+                said = True
+            raise _NoRoom(name)
+        return lease
+
+    try:
+        return retrying(
+            once,
+            backoff=WAIT_POLL,
+            budget=timeout,
+            to_the_end=True,
+            retry_on=_NoRoom,
+            sleep=sleep,
+            monotonic=monotonic,
+        )
+    except _NoRoom:
+        raise WaitTimedOut(f"{name} found no room for {cost} workload units within {timeout:g} s") from None
+
+
+class _NoRoom(Exception):
+    """The workload budget is full for now."""
 
 
 class _Keeper:

@@ -28,7 +28,7 @@ from raybatch.units import MB
 
 log = logging.getLogger(__name__)
 
-Io = Callable[..., Awaitable[Any]]
+Io = Callable[..., Awaitable[Any]]  # runs a blocking call on the coordinator's pool
 
 
 class BatchCreator:

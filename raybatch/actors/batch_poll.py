@@ -18,6 +18,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from raybatch.actors.batch_create import Io
 from raybatch.actors.filing import ResultFiler
 from raybatch.cancel import no_live_job
 from raybatch.claude.batch_client import AnthropicBatchClient
@@ -27,13 +28,13 @@ from raybatch.errors import AuthenticationFailed, BatchFailed, PermanentError, T
 from raybatch.ids import unmarked_custom_id
 from raybatch.metrics import Metrics
 from raybatch.models import BatchStatus, ResultType
+from raybatch.retry import Backoff, retrying
 from raybatch.state.port import BatchRecord, StateStore
 
 log = logging.getLogger(__name__)
 
 RESULT_READS = 5  # tries to read one batch's results when the stream is cut
-
-Io = Callable[..., Awaitable[Any]]
+RESULT_BACKOFF = Backoff(initial=2.0, factor=2.0, cap=30.0)
 
 
 class BatchPolls:
@@ -49,7 +50,9 @@ class BatchPolls:
         settle: Callable[[set[int]], Awaitable[None]],
         metrics: Metrics,
         deadline: float = float("inf"),
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        self._sleep = sleep  # between reads of a cut result stream (on the I/O pool)
         self._deadline = deadline  # seconds a batch may stay in flight (POLL_DEADLINE)
         self._state = state
         self._batches = batches
@@ -140,18 +143,19 @@ class BatchPolls:
     def _read_results(self, batch_id: str) -> list[Any]:
         """Every result of a batch; a stream cut mid-way is read again, keeping what arrived."""
         seen: dict[str, Any] = {}
-        for attempt in range(1, RESULT_READS + 1):
-            try:
-                with self._batches.results(batch_id) as stream:
-                    for result in stream:
-                        seen.setdefault(result.custom_id, result)
-                return list(seen.values())
-            except TransientError as exc:
-                if attempt == RESULT_READS:
-                    raise
-                log.warning("results of %s cut after %d; reading again: %s", batch_id, len(seen), exc)
-                time.sleep(min(2.0**attempt, 30.0))
-        return list(seen.values())
+
+        def read() -> list[Any]:
+            with self._batches.results(batch_id) as stream:
+                for result in stream:
+                    seen.setdefault(result.custom_id, result)
+            return list(seen.values())
+
+        def again(exc: TransientError, attempt: int, waited: float) -> None:
+            log.warning("results of %s cut after %d; reading again: %s", batch_id, len(seen), exc)
+
+        return retrying(
+            read, backoff=RESULT_BACKOFF, attempts=RESULT_READS, on_retry=again, sleep=self._sleep
+        )
 
     async def _disown(self, record: BatchRecord, results: Sequence[RequestResult]) -> None:
         """An adopted batch whose results are not our requests: nothing is filed, ours go again."""

@@ -16,17 +16,19 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, ParamSpec, Protocol
 
 from ray.exceptions import RayActorError
 
+from raybatch.actors.coordinator_calls import CoordinatorHandle
 from raybatch.actors.dispatch import WriterPool
 from raybatch.actors.scheduler import PrepareScheduler, ReadyJob
 from raybatch.errors import AuthenticationFailed, RaybatchError
 from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, Priority
+from raybatch.retry import Backoff, retrying
 from raybatch.spend import parked_reason
 from raybatch.state.port import JobGlance, StateStore
 
@@ -42,6 +44,9 @@ PROGRESS_SECONDS = 0.2
 PARKED_SECONDS = 1.0  # how often progress asks the database whether sending is parked
 URGENT_POLL_SECONDS = 0.25  # how often urgent pending jobs are looked for in the database
 URGENT_LOOKAHEAD = 100  # urgent jobs of other runs passed over when looking for this run's
+RECONNECT_BACKOFF = Backoff(initial=0.2, factor=2.0, cap=5.0)  # a dead coordinator fetched again
+
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
@@ -126,7 +131,7 @@ class Driver:
         self._window = claim_window if callable(claim_window) else (lambda: claim_window)
         self._sleep = sleep
         self._monotonic = monotonic
-        self._coordinator = parts.coordinator()
+        self._coordinator = CoordinatorHandle(parts.coordinator())
         self._offered: dict[int, ReadyJob] = {}
         self._seen: dict[int, JobStatus] = {}  # the run's jobs, by the status last seen
         self._urgent: set[int] = set()  # those of them known to be urgent
@@ -367,7 +372,7 @@ class Driver:
         self._offered[ready.job_id] = ready
         if ready.job_id in self._seen:
             self._see(ready.job_id, JobStatus.PREPARED)
-        self._call("offer", ready.job_id, dict(ready.payloads), ready.mode, ready.request_bytes)
+        self._send(self._coordinator.offer, ready.job_id, ready.payloads, ready.mode, ready.request_bytes)
 
     def _flush(self) -> None:
         """Tell the coordinator when no more work is coming soon (sent on change, and now and then)."""
@@ -375,17 +380,17 @@ class Driver:
         idle = self._parts.scheduler.idle and not self._queue and (intake is None or intake.finished)
         if idle != self._flushing or self._monotonic() - self._sent_flush >= FLUSH_SECONDS:
             self._flushing, self._sent_flush = idle, self._monotonic()
-            self._call("flush", idle)
+            self._send(self._coordinator.flush, idle)
 
     def _forget(self) -> None:
         if self._to_forget:
             done, self._to_forget = self._to_forget, []
-            self._call("forget", done)
+            self._send(self._coordinator.forget, done)
 
-    def _call(self, method: str, *args: Any) -> None:
+    def _send(self, call: Callable[P, Any], *args: P.args, **kwargs: P.kwargs) -> None:
         """Send a call to the coordinator without waiting for it; its outcome is checked later."""
         try:
-            self._sent.append(getattr(self._coordinator, method).remote(*args))
+            self._sent.append(call(*args, **kwargs))
         except RayActorError as exc:
             self._reconnect(exc)
 
@@ -407,7 +412,7 @@ class Driver:
                 if self._monotonic() - self._asked_snapshot < SNAPSHOT_SECONDS:
                     return
                 self._asked_snapshot = self._monotonic()
-                self._snapshot_ref = self._coordinator.snapshot.remote()
+                self._snapshot_ref = self._coordinator.snapshot()
             if not self._parts.ready(self._snapshot_ref):
                 return
             ref, self._snapshot_ref = self._snapshot_ref, None
@@ -440,21 +445,30 @@ class Driver:
         the next fetch (after a short pause) finds the restarted or new actor.
         """
         self._sent.clear()  # sent to the dead actor: what matters is offered again below
-        for delay in _reconnect_delays():
+        log.warning("coordinator unavailable (%s); reconnecting", type(exc).__name__)
+
+        def fetch() -> None:
+            self._coordinator = CoordinatorHandle(self._parts.coordinator())
+            self._reoffer_all()
+
+        def again(exc: RayActorError, attempt: int, waited: float) -> None:
             log.warning("coordinator unavailable (%s); reconnecting", type(exc).__name__)
-            self._sleep(delay)
-            try:
-                self._coordinator = self._parts.coordinator()
-                self._reoffer_all()
-                self._flushing = None
-                return
-            except RayActorError as again:
-                exc = again
+
+        retrying(
+            fetch,
+            backoff=RECONNECT_BACKOFF,
+            retry_on=RayActorError,
+            on_retry=again,
+            sleep=self._sleep,
+            monotonic=self._monotonic,
+        )
+        self._flushing = None
 
     def _reoffer_all(self) -> None:
         for ready in list(self._offered.values()):
-            args = (ready.job_id, dict(ready.payloads), ready.mode, ready.request_bytes)
-            self._parts.call(self._coordinator.offer.remote(*args))
+            self._parts.call(
+                self._coordinator.offer(ready.job_id, ready.payloads, ready.mode, ready.request_bytes)
+            )
 
     def _renew_leases(self) -> None:
         """Every lease this driver holds, renewed in one statement."""
@@ -505,12 +519,3 @@ class Driver:
 
 # Once answered, a job's prepared payloads are never needed again.
 _PAST_PAYLOADS = (JobStatus.ANSWERED, JobStatus.WRITING, *TERMINAL_JOB_STATUSES)
-
-
-def _reconnect_delays() -> Iterator[float]:
-    """No pause before the first fetch, then 0.2 s doubling up to 5 s, for as long as it takes."""
-    yield 0.0
-    delay = 0.2
-    while True:
-        yield delay
-        delay = min(5.0, delay * 2)

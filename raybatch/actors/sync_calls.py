@@ -13,8 +13,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from raybatch.actors.batch_create import Io
 from raybatch.actors.filing import ResultFiler
 from raybatch.claude.records import PreparedRequest, RequestResult
 from raybatch.claude.sync_client import AnthropicMessageClient
@@ -25,8 +25,6 @@ from raybatch.state.port import StateStore
 log = logging.getLogger(__name__)
 
 SYNC_BATCH = SYNC_BATCH_ID  # the batch id chunks carry while a synchronous call is under way
-
-Io = Callable[..., Awaitable[Any]]
 
 
 @dataclass(frozen=True)

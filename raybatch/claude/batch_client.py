@@ -30,7 +30,7 @@ from raybatch.errors import (
     UpstreamUnavailable,
 )
 from raybatch.models import BatchStatus, ResultType, Usage
-from raybatch.retry import Backoff
+from raybatch.retry import Backoff, retrying
 from raybatch.settings import ClaudeSettings
 
 log = logging.getLogger(__name__)
@@ -116,11 +116,11 @@ class AnthropicBatchClient:
         Past the budget it raises ``OutagePastBudget`` (transient): the caller parks the work and keeps the
         intent, to be reconciled later, when a batch may have been made.
         """
-        delays = backoff.delays()
-        deadline = monotonic() + budget
         maybe_created = False
         attempt = 0
-        while True:
+
+        def once() -> BatchState:
+            nonlocal maybe_created, attempt
             attempt += 1
             try:
                 if maybe_created:
@@ -132,16 +132,18 @@ class AnthropicBatchClient:
             except TransientError as exc:
                 log.warning("create batch: attempt %d failed: %s", attempt, exc)
                 maybe_created = maybe_created or _may_have_created(exc)
-                wait = max(next(delays), exc.retry_after or 0.0)
-                if monotonic() + wait > deadline:
-                    adopted = self._last_look(len(requests), created_after, known_ids, maybe_created)
-                    if adopted is not None:
-                        return adopted
-                    raise OutagePastBudget(
-                        f"create batch: the API failed for {budget:.0f} s ({attempt} tries): {exc}",
-                        maybe_created=maybe_created,
-                    ) from exc
-                sleep(wait)
+                raise
+
+        try:
+            return retrying(once, backoff=backoff, budget=budget, sleep=sleep, monotonic=monotonic)
+        except TransientError as exc:
+            adopted = self._last_look(len(requests), created_after, known_ids, maybe_created)
+            if adopted is not None:
+                return adopted
+            raise OutagePastBudget(
+                f"create batch: the API failed for {budget:.0f} s ({attempt} tries): {exc}",
+                maybe_created=maybe_created,
+            ) from exc
 
     def _last_look(
         self, count: int, created_after: datetime, known_ids: Set[str], maybe_created: bool

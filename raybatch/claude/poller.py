@@ -20,7 +20,7 @@ from typing import Protocol
 from raybatch.claude.records import BatchState
 from raybatch.errors import BatchFailed, ResourceNotFound, TransientError, WaitTimedOut
 from raybatch.models import BatchStatus
-from raybatch.retry import Backoff
+from raybatch.retry import Backoff, retrying
 
 log = logging.getLogger(__name__)
 
@@ -73,23 +73,36 @@ def wait_for_batch(
     Transient errors while polling are logged and polled through until the deadline.
     """
     start = monotonic()
-    delays = poll_backoff(poll_interval).delays()
-    while True:
-        age = age_at_start + monotonic() - start
-        wait_at_least = 0.0
+
+    def once() -> BatchState:
         try:
-            state = poll_once(client, batch_id, age=age, not_found_grace=not_found_grace)
+            state = poll_once(
+                client, batch_id, age=age_at_start + monotonic() - start, not_found_grace=not_found_grace
+            )
         except TransientError as exc:
             log.warning("batch %s: poll failed, will poll again: %s", batch_id, exc)
-            state, wait_at_least = None, exc.retry_after or 0.0
+            raise
         if state is not None and on_poll is not None:
             on_poll(state)
-        if state is not None and state.status is BatchStatus.ENDED:
-            return state
-        remaining = deadline - (monotonic() - start)
-        if remaining <= 0:
-            raise WaitTimedOut(f"batch {batch_id} had not ended after {deadline:.0f} s")
-        sleep(min(max(next(delays), wait_at_least), remaining))
+        if state is None or state.status is not BatchStatus.ENDED:
+            raise _NotEnded(batch_id)
+        return state
+
+    try:
+        return retrying(
+            once,
+            backoff=poll_backoff(poll_interval),
+            budget=deadline,
+            to_the_end=True,
+            sleep=sleep,
+            monotonic=monotonic,
+        )
+    except TransientError as exc:
+        raise WaitTimedOut(f"batch {batch_id} had not ended after {deadline:.0f} s") from exc
+
+
+class _NotEnded(TransientError):
+    """The batch is still processing (or not visible yet): poll again."""
 
 
 def ended_without_success(state: BatchState) -> bool:

@@ -43,7 +43,7 @@ from raybatch.objects.keys import (
     validate_prefix,
 )
 from raybatch.objects.port import DEFAULT_CONTENT_TYPE, ObjectInfo
-from raybatch.retry import Backoff
+from raybatch.retry import Backoff, retrying
 from raybatch.settings import StoreSettings
 
 T = TypeVar("T")
@@ -356,16 +356,18 @@ class MinioObjectStore:
 
     def _run(self, what: str, call: Callable[[Minio], T]) -> T:
         """``call`` with the client; transient failures retried with backoff, at most ``attempts`` tries."""
-        delays = self._backoff.delays()
-        for attempt in range(1, self._attempts + 1):
-            try:
-                with _translated(what):
-                    return call(self._client())
-            except StorageUnavailable:
-                if attempt == self._attempts:
-                    raise
-                self._sleep(next(delays))
-        raise AssertionError("unreachable")
+
+        def once() -> T:
+            with _translated(what):
+                return call(self._client())
+
+        return retrying(
+            once,
+            backoff=self._backoff,
+            attempts=self._attempts,
+            retry_on=StorageUnavailable,
+            sleep=self._sleep,
+        )
 
     def _client(self) -> Minio:
         if self._minio is None:

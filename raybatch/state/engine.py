@@ -8,7 +8,6 @@ transactions use a plain ``BEGIN``, which never blocks writers under WAL.
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,10 +18,12 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, Connection, Engine
 
 from raybatch.errors import DatabaseUnavailable, PermanentError
+from raybatch.retry import Backoff, retrying
 
 READ_ONLY = "raybatch_read_only"  # execution option: a read transaction (plain BEGIN on SQLite)
 SQLITE_BUSY_SECONDS = 30.0  # default wait for SQLite's lock; ``?timeout=S`` in the URL overrides
 PG_CONNECT_TIMEOUT_SECONDS = 10
+WAL_BACKOFF = Backoff(initial=0.02, factor=1.0, cap=0.02)  # while another process switches to WAL
 
 
 def safe_url(url: URL) -> str:
@@ -70,15 +71,14 @@ def _tune_sqlite(engine: Engine, busy_seconds: float) -> None:
 
 def _enter_wal(cursor: Any, busy_seconds: float) -> None:
     """Switch to WAL; SQLite answers "locked" at once (no busy wait) while another process does it."""
-    deadline = time.monotonic() + busy_seconds
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
+    retrying(
+        lambda: cursor.execute("PRAGMA journal_mode = WAL"),
+        backoff=WAL_BACKOFF,
+        budget=busy_seconds,
+        to_the_end=True,
+        retry_on=sqlite3.OperationalError,
+        retry_if=lambda exc: "locked" in str(exc),
+    )
 
 
 def _describe(url: URL, exc: sa_exc.SQLAlchemyError) -> str:

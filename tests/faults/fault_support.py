@@ -64,7 +64,9 @@ def coordinator(
     emulator: EmulatorServer | str, state: Any, *, clock: list[float] | None = None, **overrides: object
 ) -> BatchCoordinator:
     """A coordinator driven by ``step`` (no loop of its own); ``clock`` makes its time a list cell."""
-    extra: dict[str, Any] = {} if clock is None else {"monotonic": lambda: clock[0]}
+    extra: dict[str, Any] = {"sleep": lambda _: None}  # a cut result stream is read again at once
+    if clock is not None:
+        extra["monotonic"] = lambda: clock[0]
     return BatchCoordinator(claude(emulator, **overrides), state, autostart=False, **extra)
 
 

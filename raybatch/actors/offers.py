@@ -1,0 +1,95 @@
+"""The coordinator's offered jobs: their prepared payloads, held until each job is answered or failed,
+and whether new work may be sent at all (parked by the spend cap or an outage, stopped by a rejected
+key). Settling and failing jobs lives here, since both let go of a job's payloads."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from raybatch.actors.batch_create import Io
+from raybatch.actors.filing import ResultFiler
+from raybatch.errors import AuthenticationFailed, error_class
+from raybatch.models import JobStatus
+from raybatch.state.port import StateStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A job's prepared chunks: chunk number → a handle that resolves to a PreparedRequest."""
+
+    job_id: int
+    chunks: Mapping[int, Any]
+    mode: str
+    request_bytes: int
+
+
+class Offers:
+    """Offered jobs by id, the time the oldest unsent one came, and the flush, park and stop flags."""
+
+    def __init__(
+        self,
+        state: StateStore,
+        filer: ResultFiler,
+        *,
+        io: Io,
+        park_seconds: float,
+        monotonic: Callable[[], float],
+    ) -> None:
+        self._state = state
+        self._filer = filer
+        self._io = io
+        self._park_seconds = park_seconds
+        self._monotonic = monotonic
+        self.by_job: dict[int, Offer] = {}
+        self.first_at: float | None = None  # when the oldest offer not yet in a batch came
+        self.flush = False  # the driver says no more work is coming soon
+        self.parked_until = 0.0
+        self.stopped: str | None = None  # why no work can be sent at all (credentials rejected)
+
+    def add(self, offer: Offer) -> None:
+        """Hold ``offer`` (a second offer of a job replaces the first)."""
+        self.by_job[offer.job_id] = offer
+        if self.first_at is None:
+            self.first_at = self._monotonic()
+
+    def forget(self, job_ids: Sequence[int]) -> None:
+        """Let go of the payloads of ``job_ids``."""
+        for job_id in job_ids:
+            self.by_job.pop(job_id, None)
+
+    def pending_bytes(self, waiting: set[int]) -> int:
+        """The request bytes of the offers among ``waiting`` (the jobs still to be sent)."""
+        return sum(o.request_bytes for o in self.by_job.values() if o.job_id in waiting)
+
+    @property
+    def parked(self) -> bool:
+        """New work waits (spend cap reached, or the API stayed down past its budget)."""
+        return self._monotonic() < self.parked_until
+
+    def park(self, reason: str) -> None:
+        """Send no new work for PARK_SECONDS."""
+        seconds = self._park_seconds
+        log.warning("%s: new work parked for %.0f s", reason, seconds)
+        self.parked_until = self._monotonic() + seconds
+
+    async def settle(self, job_ids: set[int]) -> None:
+        """Move each job on by its chunks: answered, failed, back to prepared for a retry, or wait."""
+        for job_id in sorted(job_ids):
+            outcome = await self._io(self._filer.settle, job_id)
+            if outcome in (JobStatus.ANSWERED, JobStatus.FAILED):
+                self.by_job.pop(job_id, None)
+
+    async def fail_jobs(self, job_ids: set[int], exc: BaseException) -> None:
+        """Fail ``job_ids`` with ``exc``; a rejected key also stops all sending."""
+        if isinstance(exc, AuthenticationFailed) and self.stopped is None:
+            self.stopped = f"Claude rejected the credentials; set ANTHROPIC_API_KEY and run again ({exc})"
+            log.error("%s", self.stopped)
+            exc = AuthenticationFailed(self.stopped)
+        for job_id in sorted(job_ids):
+            await self._io(self._state.fail_job, job_id, "claude", error_class(exc), str(exc))
+            self.by_job.pop(job_id, None)

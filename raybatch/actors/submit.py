@@ -1,0 +1,181 @@
+"""The coordinator's submit phase: offered jobs the database holds as prepared are sent, urgent ones
+at once as synchronous calls, the others packed into batches once a batch is due.
+
+A batch is due when BATCH_SIZE jobs or BATCH_MAX_MB wait, the driver flushes, or the oldest offer
+waited POLL_INTERVAL. The spend gate admits what the cap allows; a job whose payloads are gone goes
+back to be prepared again; a request larger than a batch may be fails its job. One submit phase
+runs at a time, so nothing is sent twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from raybatch.actors.batch_create import BatchCreator, Io
+from raybatch.actors.offers import Offer, Offers
+from raybatch.actors.sync_calls import SyncCalls
+from raybatch.claude.records import PreparedRequest
+from raybatch.errors import (
+    AuthenticationFailed,
+    InvalidRequest,
+    OutagePastBudget,
+    PermanentError,
+    SpendLimitReached,
+    TransientError,
+)
+from raybatch.metrics import Metrics
+from raybatch.models import ChunkStatus, JobStatus, Priority
+from raybatch.settings import ClaudeSettings
+from raybatch.spend import SpendGate
+from raybatch.state.port import StateStore
+from raybatch.steps.pack import ENVELOPE_BYTES, megabytes, pack
+from raybatch.units import MB
+
+log = logging.getLogger(__name__)
+
+RESOLVE_SECONDS = 120.0  # a prepared payload not readable by then is treated as lost
+
+
+class Submitter:
+    """Sends what is due: synchronous calls at once, batches when full or waited long enough."""
+
+    def __init__(
+        self,
+        claude: ClaudeSettings,
+        state: StateStore,
+        offers: Offers,
+        *,
+        io: Io,
+        resolve: Callable[[Any], Awaitable[Any]],
+        spend: SpendGate,
+        creator: BatchCreator,
+        sync: SyncCalls,
+        metrics: Metrics,
+        monotonic: Callable[[], float],
+    ) -> None:
+        self._claude = claude
+        self._state = state
+        self._offers = offers
+        self._io = io
+        self._resolve = resolve
+        self._spend = spend
+        self._creator = creator
+        self._sync = sync
+        self._metrics = metrics
+        self._monotonic = monotonic
+        self._submitting = asyncio.Lock()  # one submit phase at a time: nothing is sent twice
+
+    async def submit_phase(self, *, sync_only: bool = False) -> bool:
+        """Send what is due, then settle the jobs sent; True when something was done."""
+        # Jobs are settled after the lock is let go: a synchronous pass waits only for the sending.
+        async with self._submitting:
+            sent = await self._submit(sync_only)
+        if sent:
+            await self._offers.settle(sent)
+        return sent is not None
+
+    async def _submit(self, sync_only: bool) -> set[int] | None:
+        """Send what is due; the jobs to settle now (None: nothing was done)."""
+        if self._offers.parked:
+            return None
+        offers, sync_ids = await self._ready_offers()
+        if offers and self._offers.stopped is not None:
+            await self._offers.fail_jobs(
+                {o.job_id for o in offers}, AuthenticationFailed(self._offers.stopped)
+            )
+            return set()
+        if offers and (sync_only or not self._due(offers)):  # synchronous work never waits for a batch
+            offers = [o for o in offers if o.job_id in sync_ids]
+        if not offers:
+            return None
+        requests = await self._requests_for(offers)
+        requests, held = await self._io(self._spend.admit, requests, sync_ids)
+        if held and not requests:
+            return None  # parked by the spend cap until it is raised
+        sync = [r for r in requests if r.job_id in sync_ids]
+        batch = [r for r in requests if r.job_id not in sync_ids]
+        if sync:
+            await self._sync.start(sync)
+            self._metrics.sync_sent(len(sync))
+        if batch:
+            await self._submit_batches(batch)
+        if batch or not self._offers.by_job:  # a synchronous send does not restart a batch's wait
+            self._offers.first_at = self._monotonic() if self._offers.by_job else None
+        return {o.job_id for o in offers}
+
+    async def _ready_offers(self) -> tuple[list[Offer], set[int]]:
+        """Offered jobs the DB holds as prepared, urgent first, then oldest first, at most
+        BATCH_SIZE of them; and those to send synchronously (the DB's mode: a job made urgent
+        after it was offered goes synchronously)."""
+        held = self._offers.by_job
+        if not held:
+            return [], set()
+        jobs = await self._io(self._state.list_jobs, [JobStatus.PREPARED])
+        first = sorted(jobs, key=lambda j: (j.priority is not Priority.URGENT, j.id))
+        jobs = [j for j in first if j.id in held][: self._claude.batch_size]
+        return [held[j.id] for j in jobs], {j.id for j in jobs if j.mode == "sync"}
+
+    def _due(self, offers: Sequence[Offer]) -> bool:
+        """Submit when a batch is full, BATCH_SIZE jobs wait, the driver flushes, or the wait is long."""
+        if self._offers.flush or len(offers) >= self._claude.batch_size:
+            return True
+        if sum(o.request_bytes for o in offers) >= megabytes(self._claude.batch_max_mb):
+            return True
+        waited = self._monotonic() - (self._offers.first_at or self._monotonic())
+        return waited >= self._claude.poll_interval
+
+    async def _requests_for(self, offers: Sequence[Offer]) -> list[PreparedRequest]:
+        """The requests still owed an answer (prepared or to retry), resolved from their handles.
+
+        A job whose payloads are gone (its driver died, or a chunk was never offered) is sent back
+        to be prepared again instead of blocking the pass.
+        """
+        requests: list[PreparedRequest] = []
+        creating = await self._io(self._state.intent_chunk_ids)  # may be in a batch already
+        for offer in offers:
+            chunks = await self._io(self._state.get_chunks, offer.job_id)
+            owed = [
+                c.n
+                for c in chunks
+                if c.status in (ChunkStatus.PREPARED, ChunkStatus.RETRY) and c.custom_id not in creating
+            ]
+            try:
+                resolved = [
+                    await asyncio.wait_for(self._resolve(offer.chunks[n]), RESOLVE_SECONDS) for n in owed
+                ]
+            except Exception as exc:  # KeyError, or Ray's OwnerDiedError / ObjectLostError
+                log.warning("job %d: prepared payloads unavailable (%s); prepared again", offer.job_id, exc)
+                self._offers.by_job.pop(offer.job_id, None)
+                await self._io(self._state.transition, offer.job_id, [JobStatus.PREPARED], JobStatus.PENDING)
+                continue
+            requests.extend(p.request if hasattr(p, "request") else p for p in resolved)
+        return requests
+
+    async def _submit_batches(self, requests: Sequence[PreparedRequest]) -> None:
+        max_bytes = megabytes(self._claude.batch_max_mb)
+        too_large = [r for r in requests if ENVELOPE_BYTES + r.encoded_size > max_bytes]
+        for request in too_large:
+            reason = (
+                f"chunk {request.n} is {request.encoded_size / MB:.1f} MB as a request: "
+                f"larger than a batch may be (BATCH_MAX_MB={self._claude.batch_max_mb})"
+            )
+            await self._offers.fail_jobs({request.job_id}, InvalidRequest(reason))
+        refused = {r.job_id for r in too_large}
+        fitting = [r for r in requests if r.job_id not in refused]
+        groups = pack(fitting, max_bytes=max_bytes, max_requests=self._claude.batch_max_requests)
+        for group in groups:
+            try:
+                await self._creator.create(group)
+            except SpendLimitReached:
+                self._offers.park("spend limit reached")
+                return
+            except OutagePastBudget as exc:
+                self._offers.park(f"the API is unavailable: {exc}")
+                return
+            except PermanentError as exc:
+                await self._offers.fail_jobs({r.job_id for r in group}, exc)
+            except TransientError as exc:
+                log.warning("batch create interrupted, the sweep reconciles it: %s", exc)
