@@ -60,10 +60,7 @@ def estimate_source(
     report = estimate(
         settings, source, sample=sample or DEFAULT_SAMPLE, notice=out.errors.print, dashboard=dashboard
     )
-    if as_json:
-        out.print_json(report)
-    else:
-        out.console.print(out.estimate_table(report))
+    out.show(report, out.estimate_table, as_json=as_json)
     return 0
 
 
@@ -107,11 +104,8 @@ def show_status(settings: Settings, *, as_json: bool = False, list_jobs: bool = 
             }
             for j in state.list_jobs()
         ]
-    if as_json:
-        out.print_json(summary)
-        return 0
-    out.console.print(out.status_table(summary))
-    failed = failures(state.list_jobs([JobStatus.FAILED]))
+    out.show(summary, out.status_table, as_json=as_json)
+    failed = [] if as_json else failures(state.list_jobs([JobStatus.FAILED]))
     if failed:
         out.console.print(out.failures_table(failed))
     return 0
@@ -238,11 +232,11 @@ def read_truth(path: Path) -> dict[str, Any]:
 
 def run_eval(settings: Settings, truth: Mapping[str, Any], *, as_json: bool = False) -> int:
     """Boundary precision/recall/F1, over- and under-splits and type accuracy against ``truth``."""
-    figures = evaluate_run(open_state(settings.section(StateSettings)), truth)
-    if as_json:
-        out.print_json(figures)
-    else:
-        out.console.print(out.evaluation_table(figures))
+    out.show(
+        evaluate_run(open_state(settings.section(StateSettings)), truth),
+        out.evaluation_table,
+        as_json=as_json,
+    )
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -167,6 +167,14 @@ def workload_table(budget: Mapping[str, Any]) -> Table:
         kind = "run (elastic)" if lease["elastic"] else "fixed"
         table.add_row(lease["holder"], str(lease["units"]), kind, lease["expires_at"])
     return table
+
+
+def show(value: Any, table: Callable[[Any], Table], *, as_json: bool = False) -> None:
+    """``value`` as one JSON object (for scripts), or as its table."""
+    if as_json:
+        print_json(value)
+    else:
+        console.print(table(value))
 
 
 def print_json(value: Any) -> None:
