@@ -98,14 +98,7 @@ def run(
 
     files = iter_sources(source, settings.section(StoreSettings), on_skip=skip)
     state = _patient_state(settings)
-    registrar = Registrar(
-        state,
-        settings.section(StoreSettings),
-        max_page_pixels=settings.max_page_pixels,
-        mode=settings.processing_mode.value,
-        force=force,
-        priority=Priority.URGENT if urgent else Priority.NORMAL,
-    )
+    registrar = _registrar(state, settings, force=force, urgent=urgent)
     holder = f"run-{uuid.uuid4().hex[:8]}"
     start_run(state, settings.max_cost_usd, settings.max_daily_cost_usd)
     owns_ray = connect(settings, dashboard=dashboard)
@@ -189,16 +182,22 @@ def register_source(
     listing = list_sources(source, settings.section(StoreSettings))
     for name in listing.skipped:
         notice(f"skipped {name!r}: not a PDF or image")
-    registrar = Registrar(
+    registrar = _registrar(state, settings, force=force)
+    jobs = [r.job for r in registrar.register_all(listing.files, threads=threads)]
+    notice(f"{len(jobs)} jobs registered from {len(listing.files)} files")
+    return state, listing, _reopener(state, settings, notice)(jobs)
+
+
+def _registrar(state: StateStore, settings: Settings, *, force: bool, urgent: bool = False) -> Registrar:
+    """What turns a source's files into jobs, as the settings say."""
+    return Registrar(
         state,
         settings.section(StoreSettings),
         max_page_pixels=settings.max_page_pixels,
         mode=settings.processing_mode.value,
         force=force,
+        priority=Priority.URGENT if urgent else Priority.NORMAL,
     )
-    jobs = [r.job for r in registrar.register_all(listing.files, threads=threads)]
-    notice(f"{len(jobs)} jobs registered from {len(listing.files)} files")
-    return state, listing, _reopener(state, settings, notice)(jobs)
 
 
 def _reopener(
