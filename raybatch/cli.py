@@ -16,17 +16,37 @@ from typing import Any
 
 from raybatch import __version__
 from raybatch.errors import ConfigError, RaybatchError
-from raybatch.settings import (
-    Modality,
-    OcrEngineName,
-    ProcessingMode,
-    Settings,
-    StateSettings,
-    load_settings,
-    mask_url,
-)
+from raybatch.flags import add_setting_flags, setting_overrides
+from raybatch.settings import Settings, StateSettings, load_settings, mask_url
 
 log = logging.getLogger("raybatch")
+
+# The settings each command takes as flags (``--db`` sets DATABASE_URL): raybatch.flags derives the rest.
+LOCATION = ("database_url", "store")
+TUNING = (
+    "processing_mode",
+    "result_workers",
+    "max_concurrent_mb",
+    "batch_size",
+    "poll_interval",
+    "ocr_engine",
+    "page_modality",
+)
+SPEND = ("max_cost_usd", "max_daily_cost_usd")
+SETTING_FLAGS: dict[str, tuple[str, ...]] = {
+    "run": (*LOCATION, *TUNING, "raybatch_emulator", *SPEND),
+    "estimate": (*LOCATION, *TUNING, "raybatch_emulator", *SPEND),
+    "demo": (*LOCATION, *TUNING),
+    "status": LOCATION,
+    "pause": LOCATION,
+    "resume": (*LOCATION, *SPEND),
+    "cancel": LOCATION,
+    "urgent": LOCATION,
+    "retry": LOCATION,
+    "eval": LOCATION,
+    "workload": ("database_url",),
+}
+_FLAGGED = {name for names in SETTING_FLAGS.values() for name in names}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,50 +88,19 @@ def _fail(message: str, code: int) -> int:
 
 def settings_from(args: argparse.Namespace, **more: Any) -> Settings:
     """The settings: environment first, then the flags given on the command line (and ``more``)."""
-    overrides = {
-        **more,
-        "database_url": getattr(args, "db", None),
-        "store": getattr(args, "store", None),
-        "processing_mode": getattr(args, "mode", None),
-        "result_workers": getattr(args, "result_workers", None),
-        "max_concurrent_mb": getattr(args, "max_concurrent_mb", None),
-        "batch_size": getattr(args, "batch_size", None),
-        "poll_interval": getattr(args, "poll_interval", None),
-        "ocr_engine": getattr(args, "ocr_engine", None),
-        "page_modality": getattr(args, "modality", None),
-        "raybatch_emulator": True if getattr(args, "emulator", False) else None,
-        "max_cost_usd": getattr(args, "max_cost_usd", None),
-        "max_daily_cost_usd": getattr(args, "max_daily_cost_usd", None),
-    }
-    return load_settings(**overrides)
+    return load_settings(**{**more, **setting_overrides(args, _FLAGGED)})
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from raybatch.commands import run_source
+    """``run``, and ``estimate`` (or ``run --dry-run``): the same flags, one sends and one counts."""
+    from raybatch.commands import estimate_source, run_source
 
+    settings, source = settings_from(args), args.source
+    shown = {"as_json": args.json, "dashboard": not args.no_dashboard}
     if args.dry_run:
-        return cmd_estimate(args)
-    return run_source(
-        settings_from(args),
-        args.source,
-        force=args.force,
-        as_json=args.json,
-        progress=not args.quiet,
-        dashboard=not args.no_dashboard,
-        urgent=args.urgent,
-    )
-
-
-def cmd_estimate(args: argparse.Namespace) -> int:
-    from raybatch.commands import estimate_source
-
-    return estimate_source(
-        settings_from(args),
-        args.source,
-        sample=args.sample,
-        as_json=args.json,
-        dashboard=not args.no_dashboard,
-    )
+        return estimate_source(settings, source, sample=args.sample, **shown)
+    progress = not args.quiet
+    return run_source(settings, source, force=args.force, progress=progress, urgent=args.urgent, **shown)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -201,11 +190,7 @@ def cmd_workload(args: argparse.Namespace) -> int:
             timeout=args.wait,
             on_wait=lambda text: print(f"raybatch: {text}", file=sys.stderr),
         )
-    budget = workload.snapshot(settings)
-    if args.json:
-        console.print_json(budget)
-    else:
-        console.console.print(console.workload_table(budget))
+    console.show(workload.snapshot(settings), console.workload_table, as_json=args.json)
     return 0
 
 
@@ -232,14 +217,11 @@ def _parser() -> argparse.ArgumentParser:
     for name, handler, text in (
         ("status", cmd_status, "jobs by status, batches, tokens and cost"),
         ("pause", cmd_pause, "hold submissions and polls (all runs on this database)"),
-        ("resume", cmd_resume, "let submissions and polls go on"),
+        ("resume", cmd_resume, "let submissions and polls go on; the spend flags raise the caps"),
     ):
         command = sub.add_parser(name, help=text)
-        _location_flags(command)
+        add_setting_flags(command, SETTING_FLAGS[name])
         command.set_defaults(handler=handler)
-        if name == "resume":
-            command.add_argument("--max-cost-usd", type=float, help="raise MAX_COST_USD of the run")
-            command.add_argument("--max-daily-cost-usd", type=float, help="raise MAX_DAILY_COST_USD")
         if name == "status":
             command.add_argument("--json", action="store_true", help="print one JSON object")
             command.add_argument("--jobs", action="store_true", help="list every job")
@@ -247,18 +229,18 @@ def _parser() -> argparse.ArgumentParser:
     cancel.add_argument("jobs", type=int, nargs="*", help="job ids")
     cancel.add_argument("--all", action="store_true", help="every job that has not ended")
     cancel.add_argument("--source", metavar="URI", help="the live jobs of a folder, file or s3:// prefix")
-    _location_flags(cancel)
+    add_setting_flags(cancel, SETTING_FLAGS["cancel"])
     cancel.set_defaults(handler=cmd_cancel)
     urgent = sub.add_parser("urgent", help="make registered jobs urgent: sent synchronously, first")
     urgent.add_argument("jobs", type=int, nargs="*", help="job ids")
     urgent.add_argument("--source", help="every job registered from this file, folder or s3:// prefix")
     urgent.add_argument("--pull", action="store_true", help="take jobs out of live batches if the API can")
-    _location_flags(urgent)
+    add_setting_flags(urgent, SETTING_FLAGS["urgent"])
     urgent.set_defaults(handler=cmd_urgent)
     retry = sub.add_parser("retry", help="take failed jobs up again (their answers are kept)")
     retry.add_argument("jobs", type=int, nargs="*", help="job ids")
     retry.add_argument("--failed", action="store_true", help="every failed job")
-    _location_flags(retry)
+    add_setting_flags(retry, SETTING_FLAGS["retry"])
     retry.set_defaults(handler=cmd_retry)
     _eval_parser(sub)
     samples = sub.add_parser("samples", help="write a sample corpus with truth.json")
@@ -285,44 +267,25 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def _location_flags(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--db", help="state database URL (DATABASE_URL)")
-    command.add_argument("--store", help="output folder or s3://bucket/prefix (STORE)")
-
-
 def _run_parser(sub: Any) -> None:
     run = sub.add_parser("run", help="process every PDF or image under SOURCE")
-    _run_flags(run)
+    _run_flags(run, SETTING_FLAGS["run"])
     run.add_argument("--force", action="store_true", help="new jobs even for files seen before")
     run.add_argument("--urgent", action="store_true", help="every file is urgent: sent synchronously, first")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.add_argument("--dry-run", action="store_true", help="estimate instead: prepare, count, send nothing")
     run.set_defaults(handler=cmd_run)
     estimate = sub.add_parser("estimate", help="prepare SOURCE and say what it will cost; send nothing")
-    _run_flags(estimate)
-    estimate.set_defaults(handler=cmd_estimate)
+    _run_flags(estimate, SETTING_FLAGS["estimate"])
+    estimate.set_defaults(handler=cmd_run, dry_run=True)
 
 
-def _run_flags(run: argparse.ArgumentParser) -> None:
+def _run_flags(run: argparse.ArgumentParser, settings: Sequence[str]) -> None:
     run.add_argument("source", help="a folder, a file, or s3://bucket/prefix")
-    _location_flags(run)
-    run.add_argument("--mode", choices=[m.value for m in ProcessingMode], help="PROCESSING_MODE of the jobs")
-    _tuning_flags(run)
-    run.add_argument("--emulator", action="store_true", help="answer with the built-in emulator (no key)")
-    run.add_argument("--max-cost-usd", type=float, help="MAX_COST_USD: spend cap of this run")
-    run.add_argument("--max-daily-cost-usd", type=float, help="MAX_DAILY_COST_USD: cap of a UTC day")
+    add_setting_flags(run, settings)
     run.add_argument("--json", action="store_true", help="print one JSON object at the end")
     run.add_argument("--sample", type=int, help="estimate: requests counted at most (200)")
     run.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")
-
-
-def _tuning_flags(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--result-workers", type=int, help="RESULT_WORKERS")
-    command.add_argument("--max-concurrent-mb", type=int, help="MAX_CONCURRENT_MB")
-    command.add_argument("--batch-size", type=int, help="BATCH_SIZE: jobs per submit pass")
-    command.add_argument("--poll-interval", type=float, help="POLL_INTERVAL seconds")
-    command.add_argument("--ocr-engine", choices=[e.value for e in OcrEngineName], help="OCR_ENGINE")
-    command.add_argument("--modality", choices=[m.value for m in Modality], help="PAGE_MODALITY")
 
 
 def _demo_parser(sub: Any) -> None:
@@ -330,9 +293,7 @@ def _demo_parser(sub: Any) -> None:
     demo.add_argument("--out", default="raybatch-data/demo", help="folder for samples, store and state")
     demo.add_argument("--bundles", type=_positive, default=6)
     demo.add_argument("--seed", type=int, default=7)
-    _location_flags(demo)
-    demo.add_argument("--mode", choices=[m.value for m in ProcessingMode], help="PROCESSING_MODE")
-    _tuning_flags(demo)
+    add_setting_flags(demo, SETTING_FLAGS["demo"])
     demo.add_argument("--quiet", action="store_true", help="no progress bars")
     demo.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")
     demo.set_defaults(handler=cmd_demo)
@@ -341,7 +302,7 @@ def _demo_parser(sub: Any) -> None:
 def _eval_parser(sub: Any) -> None:
     command = sub.add_parser("eval", help="score the documents found against a truth.json")
     command.add_argument("--truth", required=True)
-    _location_flags(command)
+    add_setting_flags(command, SETTING_FLAGS["eval"])
     command.add_argument("--json", action="store_true", help="print one JSON object")
     command.set_defaults(handler=cmd_eval)
 
@@ -358,7 +319,7 @@ def _emulator_parser(sub: Any) -> None:
 
 def _workload_parser(sub: Any) -> None:
     command = sub.add_parser("workload", help="the workload budget: holders, units, expiry")
-    command.add_argument("--db", help="state database URL (DATABASE_URL)")
+    add_setting_flags(command, SETTING_FLAGS["workload"])
     command.add_argument("--json", action="store_true", help="print one JSON object")
     command.set_defaults(handler=cmd_workload, workload_command=None)
     actions = command.add_subparsers(dest="workload_command")
@@ -367,7 +328,7 @@ def _workload_parser(sub: Any) -> None:
     hold.add_argument("cost", type=int, help="units to hold")
     hold.add_argument("--ttl", type=float, help="lease seconds, renewed while the command runs")
     hold.add_argument("--wait", type=float, help="give up after this many seconds without room")
-    hold.add_argument("--db", default=argparse.SUPPRESS, help="state database URL (DATABASE_URL)")
+    add_setting_flags(hold, SETTING_FLAGS["workload"], default=argparse.SUPPRESS)  # the parent's stands
     hold.add_argument("run", nargs="*", metavar="-- COMMAND", help="the command and its arguments")
 
 

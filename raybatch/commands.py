@@ -34,16 +34,43 @@ def run_source(
     urgent: bool = False,
 ) -> int:
     """Process a source; non-zero exit when any job failed, with the failures listed."""
-    report = _run(settings, source, force=force, progress=progress, dashboard=dashboard, urgent=urgent)
-    state = open_state(settings.section(StateSettings))
-    summary = status_summary(state, model_prices(settings), [j.id for j in report.jobs])
+    report = run(
+        settings,
+        source,
+        force=force,
+        progress=progress,
+        notice=out.errors.print,
+        dashboard=dashboard,
+        urgent=urgent,
+    )
     if as_json:
+        summary = _summary(settings, report)
         out.print_json({**summary, "failed": failures(report.jobs), "elapsed_s": round(report.elapsed, 2)})
+        show_failures(report)
     else:
-        out.console.print(out.status_table(summary))
-        root = OutputKeys(state.database_id()).root
-        out.console.print(f"outputs in {settings.store} under {root}/, state in {settings.database_url}")
-    return _exit_code(report)
+        show_run(settings, report)
+    return 0 if report.ok else 1
+
+
+def show_run(settings: Settings, report: RunReport) -> None:
+    """What ``raybatch run`` ends with (a notebook too): the status of the run's jobs, where the
+    outputs are, and the failures with their reasons."""
+    out.console.print(out.status_table(_summary(settings, report)))
+    root = OutputKeys(open_state(settings.section(StateSettings)).database_id()).root
+    out.console.print(f"outputs in {settings.store} under {root}/, state in {settings.database_url}")
+    show_failures(report)
+
+
+def show_failures(report: RunReport) -> None:
+    """The run's failed jobs with their reasons, if any."""
+    failed = failures(report.jobs)
+    if failed:
+        out.errors.print(out.failures_table(failed))
+
+
+def _summary(settings: Settings, report: RunReport) -> dict[str, Any]:
+    state = open_state(settings.section(StateSettings))
+    return status_summary(state, model_prices(settings), [j.id for j in report.jobs])
 
 
 def estimate_source(
@@ -60,10 +87,7 @@ def estimate_source(
     report = estimate(
         settings, source, sample=sample or DEFAULT_SAMPLE, notice=out.errors.print, dashboard=dashboard
     )
-    if as_json:
-        out.print_json(report)
-    else:
-        out.console.print(out.estimate_table(report))
+    out.show(report, out.estimate_table, as_json=as_json)
     return 0
 
 
@@ -82,13 +106,14 @@ def run_demo(
     samples = folder / "samples"
     truth = write_samples(samples, bundles=bundles, seed=seed)
     out.errors.print(f"sample corpus: {bundles} bundles in {samples}")
-    report = _run(settings, str(samples), force=False, progress=progress, dashboard=dashboard)
+    report = run(settings, str(samples), progress=progress, notice=out.errors.print, dashboard=dashboard)
     state = open_state(settings.section(StateSettings))
     out.console.print(out.documents_table(documents_by_file(state, report.jobs)))
     figures = evaluate_run(state, truth)
     out.console.print(out.evaluation_table(figures))
     out.console.print(f"documents, thumbnails and manifests in {settings.store}")
-    return _exit_code(report)
+    show_failures(report)
+    return 0 if report.ok else 1
 
 
 def show_status(settings: Settings, *, as_json: bool = False, list_jobs: bool = False) -> int:
@@ -107,11 +132,8 @@ def show_status(settings: Settings, *, as_json: bool = False, list_jobs: bool = 
             }
             for j in state.list_jobs()
         ]
-    if as_json:
-        out.print_json(summary)
-        return 0
-    out.console.print(out.status_table(summary))
-    failed = failures(state.list_jobs([JobStatus.FAILED]))
+    out.show(summary, out.status_table, as_json=as_json)
+    failed = [] if as_json else failures(state.list_jobs([JobStatus.FAILED]))
     if failed:
         out.console.print(out.failures_table(failed))
     return 0
@@ -238,39 +260,9 @@ def read_truth(path: Path) -> dict[str, Any]:
 
 def run_eval(settings: Settings, truth: Mapping[str, Any], *, as_json: bool = False) -> int:
     """Boundary precision/recall/F1, over- and under-splits and type accuracy against ``truth``."""
-    figures = evaluate_run(open_state(settings.section(StateSettings)), truth)
-    if as_json:
-        out.print_json(figures)
-    else:
-        out.console.print(out.evaluation_table(figures))
-    return 0
-
-
-def _run(
-    settings: Settings,
-    source: str | Sequence[str],
-    *,
-    force: bool,
-    progress: bool,
-    dashboard: bool,
-    urgent: bool = False,
-) -> RunReport:
-    with out.ProgressBars(enabled=progress) as bars:
-        report = run(
-            settings,
-            source,
-            force=force,
-            on_progress=bars.update,
-            notice=out.errors.print,
-            dashboard=dashboard,
-            urgent=urgent,
-        )
-    return report
-
-
-def _exit_code(report: RunReport) -> int:
-    failed = failures(report.jobs)
-    if failed:
-        out.errors.print(out.failures_table(failed))
-        return 1
+    out.show(
+        evaluate_run(open_state(settings.section(StateSettings)), truth),
+        out.evaluation_table,
+        as_json=as_json,
+    )
     return 0

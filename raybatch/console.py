@@ -1,11 +1,12 @@
-"""What the CLI shows: progress bars while a run works, tables and figures when it ends."""
+"""What raybatch shows, in a terminal and in a Jupyter notebook alike: progress bars while a run
+works, tables and figures when it ends."""
 
 from __future__ import annotations
 
 import json
 import logging
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from raybatch.models import DocumentRecord
 from raybatch.report import EVAL_KEYS
@@ -35,17 +37,21 @@ def log_through_rich(level: int) -> None:
 
 class ProgressBars:
     """Bars (jobs ended, pages prepared) and a status line, redrawn on every tick; once a run has
-    urgent jobs, they get a bar of their own and the jobs bar counts the normal ones."""
+    urgent jobs, they get a bar of their own and the jobs bar counts the normal ones. In a notebook
+    the bars are one output redrawn in place (rich's live display there needs ipywidgets)."""
 
-    def __init__(self, enabled: bool = True) -> None:
+    def __init__(self, enabled: bool = True, shown_on: Console | None = None) -> None:
+        shown_on = shown_on or errors
+        self._in_notebook = enabled and shown_on.is_jupyter
+        self._output: Any = None  # the notebook's output the bars are redrawn in
         self._bars = Progress(
             TextColumn("{task.description:<8}"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[detail]}"),
             TimeElapsedColumn(),
-            console=errors,
-            disable=not enabled,
+            console=shown_on,
+            disable=not enabled or self._in_notebook,
             transient=False,
         )
         self._jobs = self._bars.add_task("jobs", total=None, detail="")
@@ -53,7 +59,12 @@ class ProgressBars:
         self._urgent = self._bars.add_task("urgent", total=None, detail="", visible=False)
 
     def __enter__(self) -> ProgressBars:
-        self._bars.start()
+        if self._in_notebook:
+            from IPython.display import display
+
+            self._output = display(self._table(), display_id=True)
+        else:
+            self._bars.start()
         return self
 
     def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
@@ -79,6 +90,11 @@ class ProgressBars:
         self._bars.update(
             self._pages, total=progress.pages_total or None, completed=progress.pages_prepared, detail=detail
         )
+        if self._output is not None:
+            self._output.update(self._table())
+
+    def _table(self) -> Table:
+        return self._bars.make_tasks_table(self._bars.tasks)
 
 
 def status_table(summary: Mapping[str, Any]) -> Table:
@@ -117,6 +133,23 @@ def spend_line(spend: Mapping[str, Any]) -> str:
     caps = [f"${spend[key]:.4f} {name}" for key, name in names.items() if spend.get(key)]
     text = f"committed ${spend['committed_run_usd']:.4f} this run of {', '.join(caps) or 'no cap'}"
     return text + (f"; PARKED: {spend['parked']}" if spend.get("parked") else "")
+
+
+def document_list_table(by_file: Mapping[str, Sequence[DocumentRecord]]) -> Table:
+    """Every document found: where it lies in its file and what it is."""
+    table = Table(title="documents", show_header=True)
+    table.add_column("file", no_wrap=True)
+    for name in ("#", "pages"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for name in ("type", "title", "counterparty", "amount", "group"):
+        table.add_column(name)
+    for file, docs in by_file.items():
+        for d in docs:
+            details = (d.doc_type, d.title, d.counterparty, d.amount, d.group_key)
+            pages = f"{d.first_page}-{d.last_page}"
+            texts = (Text("" if v is None else str(v)) for v in (file, d.index, pages, *details))
+            table.add_row(*texts)  # as Text: a title's [brackets] are not markup
+    return table
 
 
 def documents_table(by_file: Mapping[str, Sequence[DocumentRecord]]) -> Table:
@@ -167,6 +200,14 @@ def workload_table(budget: Mapping[str, Any]) -> Table:
         kind = "run (elastic)" if lease["elastic"] else "fixed"
         table.add_row(lease["holder"], str(lease["units"]), kind, lease["expires_at"])
     return table
+
+
+def show(value: Any, table: Callable[[Any], Table], *, as_json: bool = False) -> None:
+    """``value`` as one JSON object (for scripts), or as its table."""
+    if as_json:
+        print_json(value)
+    else:
+        console.print(table(value))
 
 
 def print_json(value: Any) -> None:

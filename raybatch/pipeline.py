@@ -12,6 +12,7 @@ overlap: a file is prepared as soon as it is registered, and written as soon as 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 import uuid
@@ -26,6 +27,7 @@ from raybatch.actors.dispatch import WriterPool
 from raybatch.actors.driver import Driver, DriverParts, Progress
 from raybatch.actors.scheduler import PrepareScheduler, failure_reason
 from raybatch.actors.writer import WriteReport
+from raybatch.console import ProgressBars
 from raybatch.models import JobRecord, JobStatus, Priority
 from raybatch.outage import patient_state
 from raybatch.prepared import kept_requests
@@ -44,6 +46,7 @@ from raybatch.writers import start_writers
 log = logging.getLogger(__name__)
 
 Notice = Callable[[str], None]
+OnProgress = Callable[[Progress], None]
 
 
 @dataclass(frozen=True)
@@ -71,16 +74,18 @@ def run(
     source: str | Sequence[str],
     *,
     force: bool = False,
-    on_progress: Callable[[Progress], None] | None = None,
+    on_progress: OnProgress | None = None,
     notice: Notice = log.info,
     dashboard: bool = True,
     urgent: bool = False,
+    progress: bool = False,
 ) -> RunReport:
     """Process every PDF or image under ``source`` (a folder, an s3:// prefix or a list of paths).
 
     ``urgent``: every job of the source is urgent (sent synchronously, taken first everywhere, also
     by a run already going on the same database); otherwise new jobs are normal and sent by
-    PROCESSING_MODE. Raises ConfigError before any work when there is neither an API key nor the
+    PROCESSING_MODE. ``progress``: show the CLI's progress bars (in a terminal or a notebook), besides
+    ``on_progress``. Raises ConfigError before any work when there is neither an API key nor the
     emulator asked for.
     """
     settings.require_claude()
@@ -93,14 +98,7 @@ def run(
 
     files = iter_sources(source, settings.section(StoreSettings), on_skip=skip)
     state = _patient_state(settings)
-    registrar = Registrar(
-        state,
-        settings.section(StoreSettings),
-        max_page_pixels=settings.max_page_pixels,
-        mode=settings.processing_mode,
-        force=force,
-        priority=Priority.URGENT if urgent else Priority.NORMAL,
-    )
+    registrar = _registrar(state, settings, force=force, urgent=urgent)
     holder = f"run-{uuid.uuid4().hex[:8]}"
     start_run(state, settings.max_cost_usd, settings.max_daily_cost_usd)
     owns_ray = connect(settings, dashboard=dashboard)
@@ -110,8 +108,12 @@ def run(
             intake = _intake(settings, files, registrar, budget, reopen)
             # A built-in emulator ends with this run: so must the coordinator that talks to it.
             own_emulator = settings.uses_emulator and not settings.anthropic_base_url
-            with claude_endpoint(settings, notice) as (settings, emulator_url):
-                ended, writes = _drive(settings, intake, on_progress, budget.prepare_cap, own_emulator)
+            with (
+                claude_endpoint(settings, notice) as (settings, emulator_url),
+                ProgressBars(progress) as bars,
+            ):
+                watch = _both(bars.update, on_progress)
+                ended, writes = _drive(settings, intake, watch, budget.prepare_cap, own_emulator)
             notice(f"{intake.jobs} jobs registered from {intake.files} files")
     finally:
         if owns_ray:
@@ -120,18 +122,21 @@ def run(
     return RunReport(ended, skipped, writes, elapsed, emulator_url, tuple(budget.sizings))
 
 
-def submit(
-    settings: Settings,
-    paths: str | Sequence[str],
-    *,
-    urgent: bool = False,
-    on_progress: Callable[[Progress], None] | None = None,
-    notice: Notice = log.info,
-) -> RunReport:
-    """Hand over one bundle (a file, a folder, a list of paths) and return once it is processed:
-    for a service that sends work while a backlog runs. ``urgent=True`` sends it synchronously,
-    ahead of every normal job (see ``run``)."""
-    return run(settings, paths, urgent=urgent, on_progress=on_progress, notice=notice, dashboard=False)
+# For a service that hands over one bundle (a file, a folder, a list of paths) while a backlog runs:
+# ``run`` without a dashboard of its own; ``urgent=True`` sends the bundle ahead of every normal job.
+submit = functools.partial(run, dashboard=False)
+
+
+def _both(first: OnProgress, then: OnProgress | None) -> OnProgress:
+    """``first``, and ``then`` when there is one."""
+    if then is None:
+        return first
+
+    def both(progress: Progress) -> None:
+        first(progress)
+        then(progress)
+
+    return both
 
 
 def _intake(
@@ -177,16 +182,22 @@ def register_source(
     listing = list_sources(source, settings.section(StoreSettings))
     for name in listing.skipped:
         notice(f"skipped {name!r}: not a PDF or image")
-    registrar = Registrar(
+    registrar = _registrar(state, settings, force=force)
+    jobs = [r.job for r in registrar.register_all(listing.files, threads=threads)]
+    notice(f"{len(jobs)} jobs registered from {len(listing.files)} files")
+    return state, listing, _reopener(state, settings, notice)(jobs)
+
+
+def _registrar(state: StateStore, settings: Settings, *, force: bool, urgent: bool = False) -> Registrar:
+    """What turns a source's files into jobs, as the settings say."""
+    return Registrar(
         state,
         settings.section(StoreSettings),
         max_page_pixels=settings.max_page_pixels,
         mode=settings.processing_mode,
         force=force,
+        priority=Priority.URGENT if urgent else Priority.NORMAL,
     )
-    jobs = [r.job for r in registrar.register_all(listing.files, threads=threads)]
-    notice(f"{len(jobs)} jobs registered from {len(listing.files)} files")
-    return state, listing, _reopener(state, settings, notice)(jobs)
 
 
 def _reopener(
@@ -210,7 +221,7 @@ def _reopener(
 def _drive(
     settings: Settings,
     intake: SourceIntake,
-    on_progress: Callable[[Progress], None] | None,
+    on_progress: OnProgress | None,
     prepare_cap: Callable[[], int],
     retire: bool = False,
 ) -> tuple[list[JobRecord], list[WriteReport]]:

@@ -88,7 +88,9 @@ class RequestSettings(_Section):
 class ClaudeSettings(RequestSettings):
     """Claude: credentials, model, batch limits, polling, sync concurrency, retry budget."""
 
-    processing_mode: ProcessingMode = ProcessingMode.BATCH
+    processing_mode: ProcessingMode = Field(
+        ProcessingMode.BATCH, description="how jobs reach Claude: the Batch API (half price) or sync calls"
+    )
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
     batch_size: int = Field(30, ge=1, description="jobs taken per submit pass")
@@ -133,7 +135,7 @@ class PrepareSettings(_Section):
     image_format: str = Field("jpeg", pattern="^(jpeg|webp)$")
     image_quality: int = Field(80, ge=30, le=100)
     max_page_pixels: int = Field(MAX_PAGE_PIXELS, ge=1_000_000, description="pixel budget per source page")
-    page_modality: Modality = Modality.ADAPTIVE
+    page_modality: Modality = Field(Modality.ADAPTIVE, description="what a page is sent as")
     prepare_max_attempts: int = Field(3, ge=1, le=20, description="prepare tries per job, OOM kills included")
     prepare_timeout: float = Field(
         1800.0, gt=0, description="seconds a prepare task may run (from launch) before it is canceled"
@@ -143,7 +145,7 @@ class PrepareSettings(_Section):
 class OcrSettings(_Section):
     """OCR engines: the local engine by default, Google Cloud Vision when configured."""
 
-    ocr_engine: OcrEngineName = OcrEngineName.AUTO
+    ocr_engine: OcrEngineName = Field(OcrEngineName.AUTO, description="OCR for pages without a text layer")
     vision_endpoint: str | None = None
     vision_concurrency: int = Field(4, ge=1, le=64)
     vision_batch_pages: int = Field(16, ge=1, le=16)
@@ -155,7 +157,9 @@ class OcrSettings(_Section):
 class StateSettings(_Section):
     """The state database, and how long claimed work stays owned without a renewal."""
 
-    database_url: SecretUrl = SecretUrl("")
+    database_url: SecretUrl = Field(
+        SecretUrl(""), description="state database URL; empty: RAYBATCH_HOME/state.db"
+    )
     lease_seconds: float = Field(60.0, ge=2.0, description="a dead driver's jobs are taken back after this")
     database_outage_budget: float = Field(
         600.0, gt=0, description="seconds a database call waits out an outage before its work is parked"
@@ -165,7 +169,7 @@ class StateSettings(_Section):
 class StoreSettings(_Section):
     """Object storage: a local folder or ``s3://bucket/prefix`` on MinIO/S3."""
 
-    store: str = ""
+    store: str = Field("", description="output folder or s3://bucket/prefix; empty: RAYBATCH_HOME/store")
     minio_endpoint: str | None = None
     minio_access_key: str | None = None
     minio_secret_key: SecretStr | None = None
@@ -179,8 +183,8 @@ class StoreSettings(_Section):
 class WriterSettings(_Section):
     """The result-writer pool and its memory budget."""
 
-    result_workers: int = Field(2, ge=1, le=256)
-    max_concurrent_mb: int = Field(1024, ge=1, description="source MiB (2²⁰ bytes) in the writers at once")
+    result_workers: int = Field(2, ge=1, le=256, description="result writer actors of a run")
+    max_concurrent_mb: int = Field(1024, ge=1, description="source MiB (2²⁰ bytes) the writers hold at once")
     result_resource: str = "result_mb"
     write_timeout: float = Field(1800.0, gt=0, description="seconds one job's write may run, then stopped")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,10 @@ def _cells(nb: Any) -> dict[str, Any]:
     return {cell.id: cell for cell in nb.cells}
 
 
-def _html(cell: Any) -> str:
-    return "".join(o.get("data", {}).get("text/html", "") for o in cell.outputs)
+def _shown(cell: Any) -> list[str]:
+    """The text of each table or bar a cell displayed (rich shows them as HTML with a plain twin)."""
+    shown = [o["data"]["text/plain"] for o in cell.outputs if "text/html" in o.get("data", {})]
+    return [re.sub(r"\x1b\[[0-9;]*m", "", text) for text in shown]  # without the colours
 
 
 def test_committed_notebook_has_no_outputs() -> None:
@@ -50,12 +53,15 @@ def test_notebook_runs_the_sample_corpus(tmp_path: Path, monkeypatch: pytest.Mon
 
     text = "".join(o.get("text", "") for o in cells["run"].outputs)
     assert "using the built-in Claude emulator" in text and "1 jobs, 0 failed" in text
-    assert "jobs 1/1" in _html(cells["run"])  # the progress bar's last state
-    table = _html(cells["table"])
-    documents = table.count("<tr>") - 1
-    assert documents > 1 and table.count("<td>bundle_000.pdf</td>") == documents
+    bars, status = _shown(cells["run"])[0], "".join(_shown(cells["run"])[1:])
+    assert re.search(r"jobs\s+\S*\s+1/1", bars)  # the progress bars' last state
+    assert "raybatch status" in status and re.search(r"completed\s*│\s*1\s", status)
+    counted, listed = _shown(cells["table"])
+    documents = sum("bundle_000.pdf" in line for line in listed.splitlines())
+    [row] = [line for line in counted.splitlines() if "bundle_000.pdf" in line]
+    assert documents > 1 and row.split()[-2] == str(documents)  # the total column
     thumbnails = [o for o in cells["thumbnails"].outputs if "image/webp" in o.get("data", {})]
     assert len(thumbnails) == min(6, documents)
-    evaluation = _html(cells["evaluation"])
+    evaluation = "".join(_shown(cells["evaluation"]))
     assert "boundary f1" in evaluation and "documents found" in evaluation
     assert any((out / "store").glob("db-*/jobs/*/documents/*.pdf"))
