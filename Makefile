@@ -23,6 +23,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check raybatch tests jobs bench
+	$(BIN)/ruff format --check raybatch tests jobs bench
 	$(BIN)/mypy
 
 bench: $(STAMP)
