@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.records import BatchState, PreparedRequest
@@ -23,11 +23,15 @@ from raybatch.errors import OutagePastBudget, PermanentError, SpendLimitReached
 from raybatch.ids import marked_custom_id
 from raybatch.metrics import Metrics
 from raybatch.models import BatchStatus
-from raybatch.state.port import BatchRecord, StateStore
+from raybatch.state.port import BatchRecord, BatchStates, Flags
 
 log = logging.getLogger(__name__)
 
 Io = Callable[..., Awaitable[Any]]
+
+
+class BatchCreatorState(BatchStates, Flags, Protocol):
+    """The slices of the state store that creating batches uses."""
 
 
 class BatchCreator:
@@ -35,7 +39,7 @@ class BatchCreator:
 
     def __init__(
         self,
-        state: StateStore,
+        state: BatchCreatorState,
         batches: AnthropicBatchClient,
         *,
         io: Io,

@@ -28,7 +28,7 @@ from raybatch.actors.scheduler import PrepareScheduler, ReadyJob
 from raybatch.errors import AuthenticationFailed, RaybatchError
 from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, Priority
 from raybatch.spend import parked_reason
-from raybatch.state.port import StateStore
+from raybatch.state.port import Flags, JobStates
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,10 @@ FLUSH_SECONDS = 5.0  # the flush flag is sent again this often (a restarted coor
 PROGRESS_SECONDS = 0.2
 URGENT_POLL_SECONDS = 0.25  # how often urgent pending jobs are looked for in the database
 URGENT_LOOKAHEAD = 100  # urgent jobs of other runs passed over when looking for this run's
+
+
+class DriverState(JobStates, Flags, Protocol):
+    """The slices of the state store the driver's loop reads and moves jobs through."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,7 @@ class Driver:
 
     def __init__(
         self,
-        state: StateStore,
+        state: DriverState,
         job_ids: Sequence[int],
         parts: DriverParts,
         *,

@@ -125,10 +125,7 @@ class JobQueries(SqlBase):
         pages: int | None = None,
         priority: Priority = Priority.NORMAL,
     ) -> tuple[JobRecord, bool]:
-        """The job for this content, and whether it was created now (same sha256 = same job).
-
-        An urgent registration of a job that exists makes it urgent while that can still change
-        how it is sent (see ``set_priority``)."""
+        """``JobStates.register_job``; a forced job gets a dedupe key of its own."""
         now = self._now()
         key = f"{sha256}:{uuid.uuid4().hex}" if force else sha256
         values = {

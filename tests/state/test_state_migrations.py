@@ -91,7 +91,7 @@ def test_migration_scripts_are_in_the_package() -> None:
 
 
 def test_the_sql_store_has_every_method_of_the_port_with_the_same_signature() -> None:
-    members = [name for name in vars(StateStore) if not name.startswith("_")]
+    members = [name for name in dir(StateStore) if not name.startswith("_")]
     assert len(members) > 30
     for name in members:
         port, sql = (
