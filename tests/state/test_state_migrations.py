@@ -8,7 +8,8 @@ import pickle
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from state_helpers import FORK, FakeClock, register
+from clock import FORK, FakeClock
+from state_helpers import register
 
 from raybatch.models import Priority
 from raybatch.settings import StateSettings

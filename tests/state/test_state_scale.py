@@ -8,7 +8,8 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 import sqlalchemy as sa
-from state_helpers import START, FakeClock, register
+from clock import START, FakeClock
+from state_helpers import register
 
 from raybatch.models import DocumentRecord, JobStatus
 from raybatch.state import SqlStateStore
