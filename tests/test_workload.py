@@ -112,16 +112,15 @@ def test_a_run_without_room_works_at_its_floors_until_a_holder_leaves(
 
 
 def test_a_run_whose_lease_ran_out_takes_it_again_or_falls_to_its_floors(settings: Settings) -> None:
-    now = [T0]
-    store = SqlWorkloadStore.from_url(settings.database_url.get_secret_value(), now=lambda: now[0])
+    clock = FakeClock(T0)
+    store = SqlWorkloadStore.from_url(settings.database_url.get_secret_value(), now=clock)
     store.migrate()
     run = make_budget(store, settings, "run-a")
     run.keep()
-    ttl = timedelta(seconds=run.ttl_seconds)
-    now[0] += ttl  # the driver stalled past its lease
+    clock.advance(run.ttl_seconds)  # the driver stalled past its lease
     run.keep()
     assert run.held is not None and run.prepare_cap() == 8  # nobody took the room: taken again
-    now[0] += ttl
+    clock.advance(run.ttl_seconds)
     store.take_units(lease_id="x", holder="export", units=12, capacity=12, ttl_seconds=600)
     run.keep()
     assert run.held is None and run.prepare_cap() == 1

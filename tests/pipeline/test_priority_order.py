@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 from builders import bundle_texts, prepared_job
+from clock import FakeClock
 from driver_support import (
     CoordinatorState,
     StandInCoordinator,
@@ -61,13 +62,15 @@ def test_the_driver_claims_jobs_made_urgent_first_and_leaves_other_runs_urgent_j
     log: list[tuple[str, int]] = []
     live = StandInCoordinator(CoordinatorState(state))
     parts = driver_parts(state, tasks, [StandInWriter(state, log)], lambda: live)
-    clock = [0.0]
+    clock = FakeClock()
     arrived: dict[int, set[int]] = {}
     foreign: list[int] = []
 
     def wait(refs: list[Any], timeout: float) -> None:
-        clock[0] += 1.0
-        if clock[0] == 2.0:  # while the backlog runs: one of its jobs is made urgent, another arrives
+        clock.advance(1.0)
+        if (
+            clock.monotonic() == 2.0
+        ):  # while the backlog runs: one of its jobs is made urgent, another arrives
             normal = {j.id for j in state.list_jobs([JobStatus.PENDING])} - {backlog[-1]}
             foreign.append(urgent_job(state, 99))  # another run's: its own driver prepares it
             state.set_priority([backlog[-1]], Priority.URGENT)
@@ -77,7 +80,7 @@ def test_the_driver_claims_jobs_made_urgent_first_and_leaves_other_runs_urgent_j
         tasks.refs = [r for r in tasks.refs if not r.done]
 
     parts.wait = wait
-    driver = Driver(state, backlog, parts, claim_window=2, sleep=lambda s: None, monotonic=lambda: clock[0])
+    driver = Driver(state, backlog, parts, claim_window=2, sleep=lambda s: None, monotonic=clock.monotonic)
     ended = driver.run()
 
     assert len(ended) == 8 and {j.status for j in ended} == {JobStatus.COMPLETED}
