@@ -104,3 +104,9 @@ def state(tmp_path: Path) -> Any:
     from raybatch.state import open_state
 
     return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests (``@pytest.mark.anyio``) run on asyncio, as the coordinator does."""
+    return "asyncio"

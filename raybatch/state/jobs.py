@@ -383,8 +383,7 @@ class JobQueries(SqlBase):
     def hold_jobs(
         self, worker_id: str, job_ids: Sequence[int], status: JobStatus, lease_seconds: float
     ) -> list[int]:
-        """Hold jobs that sit in ``status`` for ``worker_id`` (a lease without a claim: no token or
-        try counted), unless another holder's lease runs; the ids held."""
+        """``JobStates.hold_jobs``: one UPDATE per group of ids, owner and expiry only."""
         if not job_ids:
             return []
         held: list[int] = []

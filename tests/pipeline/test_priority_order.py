@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from builders import bundle_texts, prepared_job
 from clock import FakeClock
 from driver_support import (
@@ -109,7 +110,10 @@ def test_writers_take_urgent_jobs_first(state: SqlStateStore) -> None:
     assert pool.admit(list(reversed(state.list_jobs()))) == [urgent]
 
 
-def test_the_coordinator_sends_urgent_jobs_at_once_and_batches_wait_to_fill(state: SqlStateStore) -> None:
+@pytest.mark.anyio
+async def test_the_coordinator_sends_urgent_jobs_at_once_and_batches_wait_to_fill(
+    state: SqlStateStore,
+) -> None:
     with EmulatorServer(EmulatorConfig(processing_seconds=0)) as emulator:
         values = {"anthropic_base_url": emulator.base_url, "anthropic_api_key": "test-key"}
         claude = ClaudeSettings.model_validate({**values, "poll_interval": 60})
@@ -117,54 +121,49 @@ def test_the_coordinator_sends_urgent_jobs_at_once_and_batches_wait_to_fill(stat
         normal = [prepared_job(state, bundle_texts(b), name=f"n{b}") for b in (0, 1)]
         late = prepared_job(state, bundle_texts(2), name="late")  # offered as batch, made urgent after
 
-        async def scenario() -> None:
-            for job in [*normal, late]:
-                await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
-            await coord.step()  # nothing is due: the batch waits to fill
-            assert emulator.app.calls.get("messages", 0) == 0
-            state.set_priority([late.job_id], Priority.URGENT)
-            for _ in range(50):
-                await coord.step()
-                if state.get_job(late.job_id).status is JobStatus.ANSWERED:
-                    break
-                await asyncio.sleep(0.02)
-            await coord.stop()
-
-        asyncio.run(scenario())
+        for job in [*normal, late]:
+            await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
+        await coord.step()  # nothing is due: the batch waits to fill
+        assert emulator.app.calls.get("messages", 0) == 0
+        state.set_priority([late.job_id], Priority.URGENT)
+        for _ in range(50):
+            await coord.step()
+            if state.get_job(late.job_id).status is JobStatus.ANSWERED:
+                break
+            await asyncio.sleep(0.02)
+        await coord.stop()
         assert state.get_job(late.job_id).status is JobStatus.ANSWERED
         assert {c.sent_mode for c in state.get_chunks(late.job_id)} == {"sync"}
         assert emulator.app.calls.get("create", 0) == 0  # the normal jobs still wait for their batch
         assert {state.get_job(j.job_id).status for j in normal} == {JobStatus.PREPARED}
 
 
-def test_synchronous_work_is_sent_while_the_loop_is_busy_polling(state: SqlStateStore) -> None:
+@pytest.mark.anyio
+async def test_synchronous_work_is_sent_while_the_loop_is_busy_polling(state: SqlStateStore) -> None:
     with EmulatorServer(EmulatorConfig(processing_seconds=0)) as emulator:
         values = {"anthropic_base_url": emulator.base_url, "anthropic_api_key": "test-key"}
         coord = BatchCoordinator(ClaudeSettings.model_validate({**values, "poll_interval": 0.05}), state)
         first = prepared_job(state, bundle_texts(0), name="first", mode="sync")
         urgent = prepared_job(state, bundle_texts(1), name="urgent", mode="sync")
 
-        async def scenario() -> bool:
-            release, polling = asyncio.Event(), asyncio.Event()
-            polls = coord._polls.poll
+        release, polling = asyncio.Event(), asyncio.Event()
+        polls = coord._polls.poll
 
-            async def busy_poll() -> bool:  # a backlog's results being filed: the pass is held here
-                polling.set()
-                await release.wait()
-                return await polls()
+        async def busy_poll() -> bool:  # a backlog's results being filed: the pass is held here
+            polling.set()
+            await release.wait()
+            return await polls()
 
-            coord._polls.poll = busy_poll  # type: ignore[method-assign]
-            await coord.offer(first.job_id, first.chunks, "sync", first.request_bytes)
-            await asyncio.wait_for(polling.wait(), 30)  # the loop recovered, sent it, and is polling
-            await coord.offer(urgent.job_id, urgent.chunks, "sync", urgent.request_bytes)
-            for _ in range(500):
-                if state.get_job(urgent.job_id).status is JobStatus.ANSWERED:
-                    break
-                await asyncio.sleep(0.02)
-            answered = state.get_job(urgent.job_id).status is JobStatus.ANSWERED
-            sent_while_busy = answered and not release.is_set()
-            release.set()
-            await coord.stop()
-            return sent_while_busy
-
-        assert asyncio.run(scenario())
+        coord._polls.poll = busy_poll  # type: ignore[method-assign]
+        await coord.offer(first.job_id, first.chunks, "sync", first.request_bytes)
+        await asyncio.wait_for(polling.wait(), 30)  # the loop recovered, sent it, and is polling
+        await coord.offer(urgent.job_id, urgent.chunks, "sync", urgent.request_bytes)
+        for _ in range(500):
+            if state.get_job(urgent.job_id).status is JobStatus.ANSWERED:
+                break
+            await asyncio.sleep(0.02)
+        answered = state.get_job(urgent.job_id).status is JobStatus.ANSWERED
+        sent_while_busy = answered and not release.is_set()
+        release.set()
+        await coord.stop()
+        assert sent_while_busy

@@ -36,7 +36,8 @@ async def _steps(coord: BatchCoordinator, passes: int) -> None:
         await asyncio.sleep(0.02)
 
 
-def test_a_cap_below_the_cost_parks_and_a_higher_cap_completes(
+@pytest.mark.anyio
+async def test_a_cap_below_the_cost_parks_and_a_higher_cap_completes(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     jobs = [prepared_job(state, bundle_texts(b), name=f"b{b}") for b in (0, 1, 2)]
@@ -47,13 +48,10 @@ def test_a_cap_below_the_cost_parks_and_a_higher_cap_completes(
     )
     coord = BatchCoordinator(claude, state, autostart=False)
 
-    async def parked() -> None:
-        for job in jobs:
-            await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
-        await coord.flush()
-        await _steps(coord, 15)
-
-    asyncio.run(parked())
+    for job in jobs:
+        await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
+    await coord.flush()
+    await _steps(coord, 15)
     statuses = [state.get_job(j.job_id).status for j in jobs]
     assert statuses == [JobStatus.ANSWERED, JobStatus.PREPARED, JobStatus.PREPARED]
     reason = parked_reason(state)
@@ -66,17 +64,15 @@ def test_a_cap_below_the_cost_parks_and_a_higher_cap_completes(
 
     raise_caps(state, 1000.0, None)  # ``raybatch resume --max-cost-usd 1000``
 
-    async def resumed() -> None:
-        await _steps(coord, 20)
-        await coord.stop()
-
-    asyncio.run(resumed())
+    await _steps(coord, 20)
+    await coord.stop()
     assert {state.get_job(j.job_id).status for j in jobs} == {JobStatus.ANSWERED}
     assert parked_reason(state) is None
     assert emulator.app.calls["create"] == 2  # the first job's batch, then the rest together
 
 
-def test_spend_never_passes_the_cap_by_more_than_one_batch_estimate(
+@pytest.mark.anyio
+async def test_spend_never_passes_the_cap_by_more_than_one_batch_estimate(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     jobs = [prepared_job(state, bundle_texts(b), name=f"b{b}") for b in (0, 1, 2, 3)]
@@ -87,14 +83,11 @@ def test_spend_never_passes_the_cap_by_more_than_one_batch_estimate(
     )
     coord = BatchCoordinator(claude, state, autostart=False)
 
-    async def scenario() -> None:
-        for job in jobs:
-            await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
-            await coord.flush()
-            await _steps(coord, 5)
-        await coord.stop()
-
-    asyncio.run(scenario())
+    for job in jobs:
+        await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
+        await coord.flush()
+        await _steps(coord, 5)
+    await coord.stop()
     answered = [j for j in jobs if state.get_job(j.job_id).status is JobStatus.ANSWERED]
     assert 1 <= len(answered) < len(jobs)
     run_started = read_caps(state).run_started
