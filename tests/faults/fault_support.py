@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from builders import PreparedJob
+from clock import FakeClock
 from pipeline_support import chunk_answers
 
 from raybatch.actors.coordinator import BatchCoordinator
@@ -61,10 +62,10 @@ def claude(emulator: EmulatorServer | str, **overrides: object) -> ClaudeSetting
 
 
 def coordinator(
-    emulator: EmulatorServer | str, state: Any, *, clock: list[float] | None = None, **overrides: object
+    emulator: EmulatorServer | str, state: Any, *, clock: FakeClock | None = None, **overrides: object
 ) -> BatchCoordinator:
-    """A coordinator driven by ``step`` (no loop of its own); ``clock`` makes its time a list cell."""
-    extra: dict[str, Any] = {} if clock is None else {"monotonic": lambda: clock[0]}
+    """A coordinator driven by ``step`` (no loop of its own); ``clock`` is its monotonic time."""
+    extra: dict[str, Any] = {} if clock is None else {"monotonic": clock.monotonic}
     return BatchCoordinator(claude(emulator, **overrides), state, autostart=False, **extra)
 
 

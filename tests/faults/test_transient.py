@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from builders import bundle_texts, prepared_job
+from clock import FakeClock
 from fault_support import FlakyState, assert_ledger, coordinator, offer, run_until
 from ray.exceptions import RayTaskError
 from test_scheduler import FakeTasks, pending_job, scheduler
@@ -25,7 +26,8 @@ async def test_an_overloaded_api_parks_the_batch_instead_of_failing_its_jobs(
     job = prepared_job(state, bundle_texts(0), name="storm")
     emulator.faults.overloaded_fraction = 1.0
     emulator.faults.endpoints = frozenset({"create"})
-    clock = [1000.0]
+    clock = FakeClock()
+    clock.advance(1000.0)  # a monotonic time well past zero
 
     coord = coordinator(emulator, state, clock=clock, outage_budget=0.5, park_seconds=60)
     await offer(coord, job)
@@ -36,7 +38,7 @@ async def test_an_overloaded_api_parks_the_batch_instead_of_failing_its_jobs(
     await coord.step()
     assert emulator.app.calls["create"] == 1, "nothing is sent while parked"
     emulator.faults.overloaded_fraction = 0.0  # the outage ends
-    clock[0] += 61
+    clock.advance(61)
     await run_until(coord, state, [job.job_id])
     await coord.stop()
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])

@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 from builders import bundle_texts, prepared_job
+from clock import FakeClock
 
 from raybatch.actors.coordinator import BatchCoordinator
-from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+from raybatch.claude.emulator import EmulatorServer
 from raybatch.ids import marked_custom_id
 from raybatch.models import BatchStatus, ChunkStatus, JobStatus
 from raybatch.settings import ClaudeSettings
 from raybatch.state import SqlStateStore
-
-
-@pytest.fixture
-def emulator() -> Iterator[EmulatorServer]:
-    with EmulatorServer(EmulatorConfig(processing_seconds=0)) as server:
-        yield server
 
 
 def claude(emulator: EmulatorServer, **overrides: object) -> ClaudeSettings:
@@ -204,11 +198,12 @@ async def test_malformed_answers_are_repaired_or_retried(
 async def test_a_spend_limit_parks_work_instead_of_failing_it(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
-    clock = [1000.0]
+    clock = FakeClock()
+    clock.advance(1000.0)  # a monotonic time well past zero
 
     job = prepared_job(state, bundle_texts(0), name="parked", mode="sync")
     emulator.faults.spend_limit = True
-    coord = BatchCoordinator(claude(emulator), state, autostart=False, monotonic=lambda: clock[0])
+    coord = BatchCoordinator(claude(emulator), state, autostart=False, monotonic=clock.monotonic)
     await offer(coord, job, mode="sync")
     await coord.flush()
     await coord.step()
@@ -221,7 +216,7 @@ async def test_a_spend_limit_parks_work_instead_of_failing_it(
     emulator.faults.spend_limit = False
     await coord.step()
     assert emulator.app.calls["messages"] <= len(job.chunks)  # nothing sent while parked
-    clock[0] += 3600  # the limit was raised meanwhile
+    clock.advance(3600)  # the limit was raised meanwhile
     await run_until(coord, state, [job.job_id])
     await coord.stop()
     job_id = job.job_id

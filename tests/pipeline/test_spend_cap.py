@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 from builders import PreparedJob, bundle_texts, prepared_job
 
 from raybatch.actors.coordinator import BatchCoordinator
-from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+from raybatch.claude.emulator import EmulatorServer
 from raybatch.cost import prices_for
 from raybatch.models import JobStatus
 from raybatch.report import status_summary
@@ -18,12 +17,6 @@ from raybatch.spend import committed, expected_cost, parked_reason, raise_caps, 
 from raybatch.state import SqlStateStore
 
 PRICES = prices_for(DEFAULT_MODEL)
-
-
-@pytest.fixture
-def emulator() -> Iterator[EmulatorServer]:
-    with EmulatorServer(EmulatorConfig(processing_seconds=0)) as server:
-        yield server
 
 
 def _expected(job: PreparedJob) -> float:
