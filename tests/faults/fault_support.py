@@ -94,6 +94,14 @@ async def run_until(
     raise AssertionError(f"jobs not settled: {[(j, state.get_job(j).status.value) for j in job_ids]}")
 
 
+async def settle(coord: BatchCoordinator, state: Any, job: PreparedJob, mode: str = "batch") -> None:
+    """Offer ``job`` to ``coord``, step it until the job is answered or failed, and stop it."""
+    await offer(coord, job, mode)
+    await coord.flush()
+    await run_until(coord, state, [job.job_id])
+    await coord.stop()
+
+
 def assert_ledger(
     state: SqlStateStore,
     answers: Mapping[str, int],

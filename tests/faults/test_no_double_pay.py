@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from builders import bundle_texts, prepared_job
-from fault_support import FlakyState, assert_ledger, claude, coordinator, offer, run_until
+from fault_support import FlakyState, assert_ledger, claude, coordinator, offer, settle
 
 from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.emulator import EmulatorServer
@@ -32,11 +32,7 @@ async def test_preparing_a_job_again_keeps_its_chunks_in_a_live_batch(
     state.transition(job.job_id, [JobStatus.SUBMITTED], JobStatus.PENDING)
     state.save_chunks(job.job_id, [c.record() for c in job.chunks.values()])
     state.transition(job.job_id, [JobStatus.PENDING], JobStatus.PREPARED)
-    second = coordinator(emulator, state)
-    await offer(second, job)
-    await second.flush()
-    await run_until(second, state, [job.job_id])
-    await second.stop()
+    await settle(coordinator(emulator, state), state, job)
     assert emulator.app.calls["create"] == 1
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
 
@@ -49,11 +45,7 @@ async def test_an_error_recording_a_created_batch_never_creates_it_again(
     flaky = FlakyState(state)
     flaky.fail["attach_batch"] = 2  # the create worked; recording it fails, twice
 
-    coord = coordinator(emulator, flaky)
-    await offer(coord, job)
-    await coord.flush()
-    await run_until(coord, state, [job.job_id])
-    await coord.stop()
+    await settle(coordinator(emulator, flaky), state, job)
     assert flaky.failed == ["attach_batch", "attach_batch"]
     assert emulator.app.calls["create"] == 1
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
@@ -72,11 +64,7 @@ async def test_a_restart_between_create_and_record_adopts_the_batch(
     await first.flush()
     await first.step()  # created, not recorded: then the process dies
     await first.stop()
-    second = coordinator(emulator, state)
-    await offer(second, job)
-    await second.flush()
-    await run_until(second, state, [job.job_id])
-    await second.stop()
+    await settle(coordinator(emulator, state), state, job)
     assert emulator.app.calls["create"] == 1
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
 
@@ -93,11 +81,7 @@ async def test_a_foreign_batch_found_for_a_lost_create_is_never_filed(
     with AnthropicBatchClient(claude(emulator)) as client:
         foreign = client.create(theirs)
 
-    coord = coordinator(emulator, state)
-    await offer(coord, job)
-    await coord.flush()
-    await run_until(coord, state, [job.job_id])
-    await coord.stop()
+    await settle(coordinator(emulator, state), state, job)
     chunks = state.get_chunks(job.job_id)
     assert foreign.id not in {c.batch_id for c in chunks}, "an answer of the foreign batch was filed"
     assert {c.attempts for c in chunks} == {0}, "its requests were not ours: no try is counted"
@@ -125,11 +109,7 @@ async def test_another_databases_batch_of_the_same_custom_ids_is_never_adopted(
     await neighbour.flush()
     await neighbour.step()
     await neighbour.stop()
-    coord = coordinator(emulator, state)
-    await offer(coord, job)
-    await coord.flush()
-    await run_until(coord, state, [job.job_id])
-    await coord.stop()
+    await settle(coordinator(emulator, state), state, job)
     foreign = {b.anthropic_id for b in other.active_batches()} | set(other.known_batch_ids())
     chunks = state.get_chunks(job.job_id)
     assert foreign and not foreign & {c.batch_id for c in chunks}, "an answer of their batch was filed"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from builders import bundle_texts, prepared_job
-from fault_support import FlakyState, assert_ledger, coordinator, offer, run_until
+from fault_support import FlakyState, assert_ledger, coordinator, offer, run_until, settle
 
 from raybatch.actors.coordinator import SYNC_BATCH
 from raybatch.claude.emulator import EmulatorServer
@@ -38,11 +38,7 @@ async def test_a_batch_ended_before_its_jobs_were_settled_gets_them_settled(
     flaky.fail["transition"] = 1  # the database goes away right after the results were filed
     flaky.when["transition"] = lambda job_id, before, after, **_: after is JobStatus.ANSWERED
 
-    coord = coordinator(emulator, flaky)
-    await offer(coord, job)
-    await coord.flush()
-    await run_until(coord, state, [job.job_id])
-    await coord.stop()
+    await settle(coordinator(emulator, flaky), state, job)
     assert flaky.failed == ["transition"]
     assert [b.status for b in state.active_batches()] == []
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
@@ -65,10 +61,6 @@ async def test_a_batch_lost_before_its_jobs_were_settled_sends_them_again(
     state.mark_batch_lost(batch.id)  # ... and the process died before settling the job
     assert state.get_job(job.job_id).status is JobStatus.SUBMITTED
     emulator.config.processing_seconds = 0.0
-    second = coordinator(emulator, state)
-    await offer(second, job)
-    await second.flush()
-    await run_until(second, state, [job.job_id])
-    await second.stop()
+    await settle(coordinator(emulator, state), state, job)
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
     assert emulator.app.calls["create"] == 2

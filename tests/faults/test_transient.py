@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from builders import bundle_texts, prepared_job
 from clock import FakeClock
-from fault_support import FlakyState, assert_ledger, coordinator, offer, run_until
+from fault_support import FlakyState, assert_ledger, coordinator, offer, run_until, settle
 from ray.exceptions import RayTaskError
 from test_scheduler import FakeTasks, pending_job, scheduler
 
@@ -52,11 +52,7 @@ async def test_a_database_error_while_filing_sync_answers_keeps_them(
     flaky = FlakyState(state)
     flaky.fail["file_result"] = 2
 
-    coord = coordinator(emulator, flaky)
-    await offer(coord, job, mode="sync")
-    await coord.flush()
-    await run_until(coord, state, [job.job_id])
-    await coord.stop()
+    await settle(coordinator(emulator, flaky), state, job, mode="sync")
     assert flaky.failed == ["file_result", "file_result"]
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
     assert sum(emulator.app.answers().values()) == len(job.chunks), "paid once each"

@@ -6,13 +6,14 @@ import asyncio
 
 import pytest
 from builders import PreparedJob, bundle_texts, prepared_job
+from test_coordinator import coordinator
 
 from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.cost import prices_for
 from raybatch.models import JobStatus
 from raybatch.report import status_summary
-from raybatch.settings import DEFAULT_MODEL, ClaudeSettings
+from raybatch.settings import DEFAULT_MODEL
 from raybatch.spend import committed, expected_cost, parked_reason, raise_caps, read_caps, start_run
 from raybatch.state import SqlStateStore
 
@@ -36,10 +37,7 @@ async def test_a_cap_below_the_cost_parks_and_a_higher_cap_completes(
     jobs = [prepared_job(state, bundle_texts(b), name=f"b{b}") for b in (0, 1, 2)]
     cap = _expected(jobs[0]) * 1.2  # room for the first job only
     start_run(state, cap, None)
-    claude = ClaudeSettings.model_validate(
-        {"anthropic_base_url": emulator.base_url, "anthropic_api_key": "test-key", "poll_interval": 0.05}
-    )
-    coord = BatchCoordinator(claude, state, autostart=False)
+    coord = coordinator(emulator, state)
 
     for job in jobs:
         await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
@@ -71,10 +69,7 @@ async def test_spend_never_passes_the_cap_by_more_than_one_batch_estimate(
     jobs = [prepared_job(state, bundle_texts(b), name=f"b{b}") for b in (0, 1, 2, 3)]
     cap = sum(_expected(j) for j in jobs[:2]) * 1.05
     start_run(state, cap, None)
-    claude = ClaudeSettings.model_validate(
-        {"anthropic_base_url": emulator.base_url, "anthropic_api_key": "test-key", "poll_interval": 0.05}
-    )
-    coord = BatchCoordinator(claude, state, autostart=False)
+    coord = coordinator(emulator, state)
 
     for job in jobs:
         await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
