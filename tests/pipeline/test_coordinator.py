@@ -111,9 +111,8 @@ async def test_errored_and_expired_results_go_again_in_a_later_batch(
     emulator.faults.errored_ids = emulator.faults.expired_ids = frozenset()
     await run_until(coord, state, [job.job_id])
     await coord.stop()
-    job_id = job.job_id
-    assert state.get_job(job_id).status is JobStatus.ANSWERED
-    chunks = state.get_chunks(job_id)
+    assert state.get_job(job.job_id).status is JobStatus.ANSWERED
+    chunks = state.get_chunks(job.job_id)
     assert {c.status for c in chunks} == {ChunkStatus.SUCCEEDED}
     assert sorted(c.attempts for c in chunks)[-2:] == [1, 1]
     assert emulator.app.calls["create"] == 2
@@ -154,8 +153,7 @@ async def test_a_new_coordinator_reattaches_batches_in_flight(
     second = coordinator(emulator, state)  # knows nothing but the DB
     await run_until(second, state, [job.job_id], passes=200)
     await second.stop()
-    job_id = job.job_id
-    assert state.get_job(job_id).status is JobStatus.ANSWERED
+    assert state.get_job(job.job_id).status is JobStatus.ANSWERED
     assert emulator.app.calls["create"] == 1
 
 
@@ -170,8 +168,7 @@ async def test_a_dropped_create_response_is_adopted_not_duplicated(
     await coord.flush()
     await run_until(coord, state, [job.job_id])
     await coord.stop()
-    job_id = job.job_id
-    assert state.get_job(job_id).status is JobStatus.ANSWERED
+    assert state.get_job(job.job_id).status is JobStatus.ANSWERED
     assert emulator.app.calls["create"] == 1  # the lost response was found by listing, not re-created
     assert emulator.app.calls["list"] >= 1
 
@@ -190,8 +187,7 @@ async def test_malformed_answers_are_repaired_or_retried(
     emulator.faults.malformed_ids = frozenset()
     await run_until(coord, state, [job.job_id])
     await coord.stop()
-    job_id = job.job_id
-    assert state.get_job(job_id).status is JobStatus.ANSWERED
+    assert state.get_job(job.job_id).status is JobStatus.ANSWERED
 
 
 @pytest.mark.anyio
@@ -219,8 +215,7 @@ async def test_a_spend_limit_parks_work_instead_of_failing_it(
     clock.advance(3600)  # the limit was raised meanwhile
     await run_until(coord, state, [job.job_id])
     await coord.stop()
-    job_id = job.job_id
-    assert state.get_job(job_id).status is JobStatus.ANSWERED
+    assert state.get_job(job.job_id).status is JobStatus.ANSWERED
 
 
 @pytest.mark.anyio

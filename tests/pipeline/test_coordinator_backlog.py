@@ -32,8 +32,7 @@ async def test_submitted_jobs_leave_the_backlog_while_their_batch_runs(tmp_path:
         await coord.step()
         after = await coord.snapshot()
         await coord.stop()
-        before, after, offered = before, after.pending_bytes, after.offered_jobs
     assert before == sum(job.request_bytes for job in jobs) > 0
     assert {state.get_job(job.job_id).status for job in jobs} == {JobStatus.SUBMITTED}
-    assert offered == 2  # the payloads are kept until answered (a retry may need them) ...
-    assert after == 0  # ... but they no longer count against preparation
+    assert after.offered_jobs == 2  # the payloads are kept until answered (a retry may need them) ...
+    assert after.pending_bytes == 0  # ... but they no longer count against preparation
