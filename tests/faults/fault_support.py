@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from builders import PreparedJob
+from builders import PreparedJob, offer
 from clock import FakeClock
 from pipeline_support import chunk_answers
 
@@ -67,10 +67,6 @@ def coordinator(
     """A coordinator driven by ``step`` (no loop of its own); ``clock`` is its monotonic time."""
     extra: dict[str, Any] = {} if clock is None else {"monotonic": clock.monotonic}
     return BatchCoordinator(claude(emulator, **overrides), state, autostart=False, **extra)
-
-
-async def offer(coord: BatchCoordinator, job: PreparedJob, mode: str = "batch") -> None:
-    await coord.offer(job.job_id, job.chunks, mode, job.request_bytes)
 
 
 async def run_until(

@@ -8,8 +8,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from builders import bundle_texts, prepared_job
-from fault_support import assert_ledger, claude, offer, run_until
+from builders import bundle_texts, offer, prepared_job
+from fault_support import assert_ledger, claude, run_until
 
 from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.batch_client import AnthropicBatchClient, ResultStream

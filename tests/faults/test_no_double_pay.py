@@ -6,8 +6,8 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from builders import bundle_texts, prepared_job
-from fault_support import FlakyState, assert_ledger, claude, coordinator, offer, settle
+from builders import bundle_texts, offer, prepared_job
+from fault_support import FlakyState, assert_ledger, claude, coordinator, settle
 
 from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.emulator import EmulatorServer

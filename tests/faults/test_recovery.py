@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from builders import bundle_texts, prepared_job
-from fault_support import FlakyState, assert_ledger, coordinator, offer, run_until, settle
+from builders import bundle_texts, offer, prepared_job
+from fault_support import FlakyState, assert_ledger, coordinator, run_until, settle
 
 from raybatch.actors.coordinator import SYNC_BATCH
 from raybatch.claude.emulator import EmulatorServer

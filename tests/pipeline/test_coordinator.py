@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from builders import bundle_texts, prepared_job
+from builders import bundle_texts, offer, prepared_job
 from clock import FakeClock
 
 from raybatch.actors.coordinator import BatchCoordinator
@@ -34,10 +34,6 @@ async def run_until(
         if all(state.get_job(j).status in (JobStatus.ANSWERED, JobStatus.FAILED) for j in job_ids):
             return
         await asyncio.sleep(0.02)
-
-
-async def offer(coord: BatchCoordinator, job, mode: str = "batch") -> None:  # type: ignore[no-untyped-def]
-    await coord.offer(job.job_id, job.chunks, mode, job.request_bytes)
 
 
 @pytest.mark.anyio

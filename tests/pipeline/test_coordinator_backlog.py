@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import bundle_texts, prepared_job
+from builders import bundle_texts, offer, prepared_job
 
 from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
@@ -26,7 +26,7 @@ async def test_submitted_jobs_leave_the_backlog_while_their_batch_runs(tmp_path:
 
         coord = BatchCoordinator(settings, state, autostart=False)
         for job in jobs:
-            await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
+            await offer(coord, job)
         before = (await coord.snapshot()).pending_bytes
         await coord.flush()
         await coord.step()

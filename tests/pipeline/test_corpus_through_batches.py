@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import prepared_job
+from builders import offer, prepared_job
 
 from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.answer import ChunkAnswer
@@ -38,7 +38,7 @@ async def test_the_corpus_through_batches_stitches_to_the_truth(tmp_path: Path) 
 
         coordinator = BatchCoordinator(claude, state, autostart=False)
         for job in jobs.values():
-            await coordinator.offer(job.job_id, job.chunks, "batch", job.request_bytes)
+            await offer(coordinator, job)
         await coordinator.flush()
         for _ in range(20):
             await coordinator.step()

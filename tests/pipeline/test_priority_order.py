@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from builders import bundle_texts, prepared_job
+from builders import bundle_texts, offer, prepared_job
 from clock import FakeClock
 from driver_support import (
     CoordinatorState,
@@ -122,7 +122,7 @@ async def test_the_coordinator_sends_urgent_jobs_at_once_and_batches_wait_to_fil
         late = prepared_job(state, bundle_texts(2), name="late")  # offered as batch, made urgent after
 
         for job in [*normal, late]:
-            await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
+            await offer(coord, job)
         await coord.step()  # nothing is due: the batch waits to fill
         assert emulator.app.calls.get("messages", 0) == 0
         state.set_priority([late.job_id], Priority.URGENT)
@@ -155,9 +155,9 @@ async def test_synchronous_work_is_sent_while_the_loop_is_busy_polling(state: Sq
             return await polls()
 
         coord._polls.poll = busy_poll  # type: ignore[method-assign]
-        await coord.offer(first.job_id, first.chunks, "sync", first.request_bytes)
+        await offer(coord, first, "sync")
         await asyncio.wait_for(polling.wait(), 30)  # the loop recovered, sent it, and is polling
-        await coord.offer(urgent.job_id, urgent.chunks, "sync", urgent.request_bytes)
+        await offer(coord, urgent, "sync")
         for _ in range(500):
             if state.get_job(urgent.job_id).status is JobStatus.ANSWERED:
                 break

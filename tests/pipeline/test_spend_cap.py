@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from builders import PreparedJob, bundle_texts, prepared_job
+from builders import PreparedJob, bundle_texts, offer, prepared_job
 from test_coordinator import coordinator
 
 from raybatch.actors.coordinator import BatchCoordinator
@@ -40,7 +40,7 @@ async def test_a_cap_below_the_cost_parks_and_a_higher_cap_completes(
     coord = coordinator(emulator, state)
 
     for job in jobs:
-        await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
+        await offer(coord, job)
     await coord.flush()
     await _steps(coord, 15)
     statuses = [state.get_job(j.job_id).status for j in jobs]
@@ -72,7 +72,7 @@ async def test_spend_never_passes_the_cap_by_more_than_one_batch_estimate(
     coord = coordinator(emulator, state)
 
     for job in jobs:
-        await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
+        await offer(coord, job)
         await coord.flush()
         await _steps(coord, 5)
     await coord.stop()
