@@ -10,19 +10,29 @@ table, its document rows — is removed here, and again by a writer that finds i
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from raybatch.ids import OutputKeys
 from raybatch.models import TERMINAL_JOB_STATUSES, BatchStatus, JobRecord, JobStatus
 
 if TYPE_CHECKING:  # the coordinator imports this module: it needs no store client
     from raybatch.objects.port import ObjectStore
-    from raybatch.state.port import StateStore
+    from raybatch.state.port import BatchStates, Catalog, Flags, JobStates
+
+    class Outputs(Catalog, Flags, Protocol):
+        """The slices of the state store that removing a job's outputs uses."""
+
+    class CancelState(JobStates, Catalog, Flags, Protocol):
+        """The slices of the state store that canceling jobs uses."""
+
+    class BatchesWithJobs(BatchStates, JobStates, Protocol):
+        """The slices of the state store that finding unneeded batches uses."""
+
 
 LIVE_STATUSES = [s for s in JobStatus if s not in TERMINAL_JOB_STATUSES]
 
 
-def cancel_jobs(state: StateStore, store: ObjectStore, job_ids: Iterable[int]) -> list[int]:
+def cancel_jobs(state: CancelState, store: ObjectStore, job_ids: Iterable[int]) -> list[int]:
     """Cancel the live jobs among ``job_ids`` and remove their outputs; the ids canceled."""
     canceled = [job_id for job_id in job_ids if state.transition(job_id, LIVE_STATUSES, JobStatus.CANCELED)]
     for job_id in canceled:
@@ -30,7 +40,7 @@ def cancel_jobs(state: StateStore, store: ObjectStore, job_ids: Iterable[int]) -
     return canceled
 
 
-def remove_outputs(state: StateStore, store: ObjectStore, job_id: int) -> int:
+def remove_outputs(state: Outputs, store: ObjectStore, job_id: int) -> int:
     """Delete a job's objects and document rows; how many objects went."""
     keys = OutputKeys(state.database_id())
     doomed = [*store.list(f"{keys.job_prefix(job_id)}/"), keys.documents_table_part(job_id)]
@@ -48,7 +58,7 @@ def no_live_job(jobs: Sequence[JobRecord]) -> bool:
     return bool(jobs) and all(job.status.terminal for job in jobs)
 
 
-def unneeded_batches(state: StateStore) -> list[str]:
+def unneeded_batches(state: BatchesWithJobs) -> list[str]:
     """The API ids of batches in progress that no live job needs any more."""
     return [
         record.anthropic_id

@@ -33,7 +33,7 @@ from raybatch.pipeline import Notice, _prepare_cap, claude_endpoint, register_so
 from raybatch.prepared import PreparedRequests, kept_requests
 from raybatch.runtime import connect
 from raybatch.settings import ClaudeSettings, Settings, model_prices
-from raybatch.state.port import StateStore
+from raybatch.state.port import ChunkStates, JobStates, StateStore
 from raybatch.steps.chunk import plan_chunks
 from raybatch.steps.pack import megabytes, pack
 from raybatch.tasks import RayPrepareTasks
@@ -101,7 +101,7 @@ def estimate(
     return {"files": len(listing.files), "jobs": len(jobs), "jobs_to_send": len(open_jobs), **report}
 
 
-def _reopen_prepared(state: StateStore, jobs: Sequence[JobRecord]) -> list[JobRecord]:
+def _reopen_prepared(state: JobStates, jobs: Sequence[JobRecord]) -> list[JobRecord]:
     """The jobs still to send; those prepared earlier go back to pending (their work is kept)."""
     for job in jobs:
         if job.status is JobStatus.PREPARED:
@@ -140,7 +140,7 @@ def _prepare_and_count(
     return tally
 
 
-def _count_job(state: StateStore, ready: ReadyJob, tally: Tally, count: Any, kept: PreparedRequests) -> None:
+def _count_job(state: ChunkStates, ready: ReadyJob, tally: Tally, count: Any, kept: PreparedRequests) -> None:
     owed = {c.n for c in state.get_chunks(ready.job_id) if c.status in _OWED}
     for n in sorted(owed & set(ready.payloads)):
         chunk: PreparedChunk = ray.get(ready.payloads[n])
@@ -148,7 +148,9 @@ def _count_job(state: StateStore, ready: ReadyJob, tally: Tally, count: Any, kep
         tally.add(chunk.request, count)
 
 
-def _report(settings: Settings, tally: Tally, state: StateStore, jobs: Sequence[JobRecord]) -> dict[str, Any]:
+def _report(
+    settings: Settings, tally: Tally, state: ChunkStates, jobs: Sequence[JobRecord]
+) -> dict[str, Any]:
     prices = model_prices(settings)
     output = tally.pages * EXPECTED_OUTPUT_TOKENS_PER_PAGE
     usage = Usage(input_tokens=tally.input_tokens, output_tokens=output)

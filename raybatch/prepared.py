@@ -15,7 +15,7 @@ from raybatch.objects import open_store
 from raybatch.objects.port import ObjectStore
 from raybatch.outage import patient_store
 from raybatch.settings import Settings, StoreSettings
-from raybatch.state.port import StateStore
+from raybatch.state.port import Flags
 
 
 class PreparedRequests:
@@ -72,7 +72,7 @@ class PreparedRequests:
         )
 
 
-def kept_requests(settings: Settings, state: StateStore) -> PreparedRequests:
+def kept_requests(settings: Settings, state: Flags) -> PreparedRequests:
     """The prepared requests of ``state``'s database in the configured store."""
     store = patient_store(open_store(settings.section(StoreSettings)), settings.store_outage_budget)
     return PreparedRequests(store, OutputKeys(state.database_id()))

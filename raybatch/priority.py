@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raybatch.models import JobRecord, JobStatus, Priority
-from raybatch.state.port import StateStore
+from raybatch.state.port import JobsWithChunks
 
 NO_SINGLE_CANCEL = (
     "the Message Batches API cannot cancel single requests (only a whole batch, which would hold "
@@ -36,14 +36,14 @@ def source_uri(source: str) -> str:
     return source if source.startswith("s3://") else Path(source).resolve().as_uri()
 
 
-def make_urgent(state: StateStore, job_ids: Iterable[int], *, pull: bool = False) -> list[Outcome]:
+def make_urgent(state: JobsWithChunks, job_ids: Iterable[int], *, pull: bool = False) -> list[Outcome]:
     """Make these jobs urgent where that can still change anything; one outcome per job."""
     jobs = state.get_jobs(job_ids)
     changed = set(state.set_priority([j.id for j in jobs], Priority.URGENT))
     return [_outcome(state, job, job.id in changed, pull) for job in jobs]
 
 
-def _outcome(state: StateStore, job: JobRecord, changed: bool, pull: bool) -> Outcome:
+def _outcome(state: JobsWithChunks, job: JobRecord, changed: bool, pull: bool) -> Outcome:
     status = job.status
     if status in (JobStatus.PENDING, JobStatus.PREPARING, JobStatus.PREPARED):
         return Outcome(job.id, changed, "urgent: sent synchronously, ahead of normal jobs")
@@ -56,7 +56,7 @@ def _outcome(state: StateStore, job: JobRecord, changed: bool, pull: bool) -> Ou
     return Outcome(job.id, False, f"already {status.value}: nothing to do")
 
 
-def _in_batch(state: StateStore, job_id: int, pull: bool) -> str:
+def _in_batch(state: JobsWithChunks, job_id: int, pull: bool) -> str:
     batches = sorted({c.batch_id for c in state.get_chunks(job_id) if c.batch_id})
     where = f"batch {', '.join(batches)}" if batches else "a batch"
     if pull:
@@ -64,7 +64,7 @@ def _in_batch(state: StateStore, job_id: int, pull: bool) -> str:
     return f"stays in {where} (its answer is on the way); written first once answered"
 
 
-def jobs_named(state: StateStore, job_ids: Sequence[int], source: str | None) -> list[int]:
+def jobs_named(state: JobsWithChunks, job_ids: Sequence[int], source: str | None) -> list[int]:
     """The ids given, or those of every job registered from ``source``."""
     if source is None:
         return list(job_ids)

@@ -21,7 +21,7 @@ from raybatch.ids import sha256_bytes
 from raybatch.models import JobRecord, JobStatus, Priority, ProcessingMode, SourceKind, mode_for
 from raybatch.settings import StoreSettings
 from raybatch.sources import SourceFile, read_source
-from raybatch.state.port import NewJob, StateStore
+from raybatch.state.port import JobStates, NewJob
 from raybatch.steps.source import detect_kind, open_source
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def inspect_source(source: SourceFile, sources: StoreSettings, max_page_pixels: 
 class Registrar:
     """Registers source files as jobs."""
 
-    state: StateStore
+    state: JobStates
     sources: StoreSettings
     max_page_pixels: int
     mode: ProcessingMode = ProcessingMode.BATCH

@@ -6,13 +6,13 @@ Shared by the CLI, the job entrypoint and notebooks, so each shows the same figu
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from raybatch.cost import ModelPrices, add_usage, cost_usd
 from raybatch.evaluate import evaluate
 from raybatch.models import DocumentRecord, JobRecord, JobStatus, Priority
 from raybatch.spend import spend_status
-from raybatch.state.port import StateStore
+from raybatch.state.port import Catalog, JobStates, JobsWithChunks, StateStore
 
 EVAL_KEYS = (
     "boundary_f1",
@@ -60,7 +60,9 @@ def status_summary(
     }
 
 
-def canceled_spend(state: StateStore, prices: ModelPrices, job_ids: Sequence[int] | None) -> dict[str, Any]:
+def canceled_spend(
+    state: JobsWithChunks, prices: ModelPrices, job_ids: Sequence[int] | None
+) -> dict[str, Any]:
     """The canceled jobs (of ``job_ids``, or all) and what their requests cost before the cancel."""
     canceled = [j.id for j in state.list_jobs([JobStatus.CANCELED])]
     if job_ids is not None:
@@ -69,8 +71,12 @@ def canceled_spend(state: StateStore, prices: ModelPrices, job_ids: Sequence[int
     return {"jobs": len(canceled), "job_ids": canceled[:100], "estimated_cost_usd": cost_usd(usage, prices)}
 
 
+class JobsWithDocuments(JobStates, Catalog, Protocol):
+    """The slices of the state store that reading documents by source file uses."""
+
+
 def documents_by_file(
-    state: StateStore, jobs: Iterable[JobRecord] | None = None
+    state: JobsWithDocuments, jobs: Iterable[JobRecord] | None = None
 ) -> dict[str, list[DocumentRecord]]:
     """Each source file's documents (by the name the file had), newest job per name."""
     chosen = list(jobs) if jobs is not None else state.list_jobs()
@@ -80,7 +86,7 @@ def documents_by_file(
     return {name: state.list_documents(job.id) for name, job in sorted(by_name.items())}
 
 
-def evaluate_run(state: StateStore, truth: Mapping[str, Any]) -> dict[str, Any]:
+def evaluate_run(state: JobsWithDocuments, truth: Mapping[str, Any]) -> dict[str, Any]:
     """Split accuracy of what the store holds against a sample corpus's truth."""
     files = {b["file"] for b in truth["bundles"]}
     jobs = [j for j in state.list_jobs() if j.source_name in files]

@@ -19,7 +19,7 @@ from raybatch.ids import custom_id
 from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus
 from raybatch.ocr import open_ocr
 from raybatch.settings import OcrSettings, PrepareSettings, RequestSettings, Settings
-from raybatch.state.port import StateStore
+from raybatch.state.port import JobsWithChunks
 from raybatch.steps.build_requests import RequestConfig, request_config
 from raybatch.steps.chunk import ChunkPlan, plan_chunks
 
@@ -39,7 +39,7 @@ def settings_config(settings: Settings) -> RequestConfig:
 
 
 def outstanding(
-    state: StateStore, job: JobRecord, key_of: KeyOf, *, any_answered: bool = True
+    state: JobsWithChunks, job: JobRecord, key_of: KeyOf, *, any_answered: bool = True
 ) -> list[ChunkPlan]:
     """The chunks of ``job`` that must be prepared and sent; answers already held (by this job or
     another under the same key) are filed as reused. ``any_answered=False``: the caller knows no
@@ -48,7 +48,7 @@ def outstanding(
 
 
 def outstanding_of(
-    state: StateStore, jobs: Sequence[tuple[JobRecord, bool]], key_of: KeyOf
+    state: JobsWithChunks, jobs: Sequence[tuple[JobRecord, bool]], key_of: KeyOf
 ) -> dict[int, list[ChunkPlan]]:
     """``outstanding`` of several jobs (each with its ``any_answered``), answers looked up at once."""
     todo: dict[int, list[tuple[ChunkPlan, str]]] = {}
@@ -64,7 +64,7 @@ def outstanding_of(
     return {job_id: [plan for plan, key in keyed if key not in answers] for job_id, keyed in todo.items()}
 
 
-def reopen_changed(state: StateStore, jobs: Sequence[JobRecord], key_of: KeyOf) -> list[int]:
+def reopen_changed(state: JobsWithChunks, jobs: Sequence[JobRecord], key_of: KeyOf) -> list[int]:
     """Completed jobs with a chunk whose key changed go back to pending; their ids."""
     reopened = []
     for job in jobs:

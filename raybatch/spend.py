@@ -14,18 +14,23 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from raybatch.claude.emulator.tokens import IMAGE_TOKEN_CAP, estimate_input_tokens
 from raybatch.claude.records import PreparedRequest
 from raybatch.cost import EXPECTED_OUTPUT_TOKENS_PER_PAGE, ModelPrices, cost_usd
 from raybatch.models import Usage
 from raybatch.state.base import utc_now
-from raybatch.state.port import StateStore
+from raybatch.state.port import ChunkStates, Flags
 
 RUN_CAP = "spend.max_run_usd"
 DAY_CAP = "spend.max_day_usd"
 RUN_STARTED = "spend.run_started"
 PARKED = "spend.parked"
+
+
+class SpendState(ChunkStates, Flags, Protocol):
+    """The slices of the state store the spend gate reads (caps) and stamps (requests sent)."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,7 @@ class SpendCaps:
     run_started: datetime | None
 
 
-def start_run(state: StateStore, run_usd: float | None, day_usd: float | None) -> None:
+def start_run(state: Flags, run_usd: float | None, day_usd: float | None) -> None:
     """A run begins: its spend counts from now, under these caps (None removes a cap)."""
     state.set_flags(
         {
@@ -49,13 +54,13 @@ def start_run(state: StateStore, run_usd: float | None, day_usd: float | None) -
     )
 
 
-def raise_caps(state: StateStore, run_usd: float | None, day_usd: float | None) -> None:
+def raise_caps(state: Flags, run_usd: float | None, day_usd: float | None) -> None:
     """Set the caps given (``resume`` with a higher cap); a cap not given stays as it is."""
     given = {RUN_CAP: run_usd, DAY_CAP: day_usd}
     state.set_flags({key: _text(value) for key, value in given.items() if value is not None})
 
 
-def read_caps(state: StateStore) -> SpendCaps:
+def read_caps(state: Flags) -> SpendCaps:
     """The caps the database holds."""
     flags = state.get_flags("spend.")
     started = flags.get(RUN_STARTED)
@@ -77,7 +82,7 @@ def expected_cost(request: PreparedRequest, mode: str, prices: ModelPrices) -> f
     return cost_usd({mode: usage}, prices)
 
 
-def committed(state: StateStore, since: datetime, prices: ModelPrices) -> float:
+def committed(state: ChunkStates, since: datetime, prices: ModelPrices) -> float:
     """Spend committed since ``since``: expected for requests in flight, actual for answers."""
     in_flight, answered = state.spend_since(since)
     return round(in_flight + cost_usd(answered, prices), 6)
@@ -86,7 +91,7 @@ def committed(state: StateStore, since: datetime, prices: ModelPrices) -> float:
 class SpendGate:
     """Decides which requests may be sent now; the coordinator asks before every send."""
 
-    def __init__(self, state: StateStore, prices: ModelPrices, now: Callable[[], datetime] = utc_now) -> None:
+    def __init__(self, state: SpendState, prices: ModelPrices, now: Callable[[], datetime] = utc_now) -> None:
         self._state = state
         self._prices = prices
         self._now = now
@@ -137,12 +142,12 @@ class SpendGate:
         self._state.set_flags({PARKED: reason})
 
 
-def parked_reason(state: StateStore) -> str | None:
+def parked_reason(state: Flags) -> str | None:
     """Why submissions wait for a higher cap, or None."""
     return state.get_flags(PARKED).get(PARKED)
 
 
-def spend_status(state: StateStore, prices: ModelPrices) -> dict[str, object]:
+def spend_status(state: SpendState, prices: ModelPrices) -> dict[str, object]:
     """The caps, what is committed under them, and whether work is parked: for ``status``."""
     caps = read_caps(state)
     now = utc_now()

@@ -104,3 +104,20 @@ def state(tmp_path: Path) -> Any:
     from raybatch.state import open_state
 
     return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+
+
+@pytest.fixture
+def emulator(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The Claude emulator on loopback (an ``EmulatorServer``). Its batches end at once; in a
+    pipeline run on Ray (tests marked ``ray``) after half a second, so the run sees them in flight."""
+    from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+
+    seconds = 0.5 if request.node.get_closest_marker("ray") else 0.0
+    with EmulatorServer(EmulatorConfig(processing_seconds=seconds)) as server:
+        yield server
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests (``@pytest.mark.anyio``) run on asyncio, as the coordinator does."""
+    return "asyncio"

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from clock import FakeClock
 from waiting import wait_for
 
 from raybatch import workload
@@ -111,16 +112,15 @@ def test_a_run_without_room_works_at_its_floors_until_a_holder_leaves(
 
 
 def test_a_run_whose_lease_ran_out_takes_it_again_or_falls_to_its_floors(settings: Settings) -> None:
-    now = [T0]
-    store = SqlWorkloadStore.from_url(settings.database_url.get_secret_value(), now=lambda: now[0])
+    clock = FakeClock(T0)
+    store = SqlWorkloadStore.from_url(settings.database_url.get_secret_value(), now=clock)
     store.migrate()
     run = make_budget(store, settings, "run-a")
     run.keep()
-    ttl = timedelta(seconds=run.ttl_seconds)
-    now[0] += ttl  # the driver stalled past its lease
+    clock.advance(run.ttl_seconds)  # the driver stalled past its lease
     run.keep()
     assert run.held is not None and run.prepare_cap() == 8  # nobody took the room: taken again
-    now[0] += ttl
+    clock.advance(run.ttl_seconds)
     store.take_units(lease_id="x", holder="export", units=12, capacity=12, ttl_seconds=600)
     run.keep()
     assert run.held is None and run.prepare_cap() == 1
@@ -166,23 +166,31 @@ def test_hold_takes_units_for_the_block_and_gives_them_back(settings: Settings) 
 
 def test_hold_waits_for_room_and_gives_up_at_its_timeout(settings: Settings, store: SqlWorkloadStore) -> None:
     store.take_units(lease_id="x", holder="search", units=10, capacity=12, ttl_seconds=600)
-    clock = FakeMonotonic()
+    clock = FakeClock()
     said: list[str] = []
     with (
         pytest.raises(WaitTimedOut),
         workload.hold(
-            "export", 3, settings=settings, timeout=5, on_wait=said.append, sleep=clock.sleep, monotonic=clock
+            "export",
+            3,
+            settings=settings,
+            timeout=5,
+            on_wait=said.append,
+            sleep=clock.sleep,
+            monotonic=clock.monotonic,
         ),
     ):
         pass
-    assert said == ["export waits for 3 workload units"] and clock.now >= 5
+    assert said == ["export waits for 3 workload units"] and clock.monotonic() >= 5
 
     def free_after_two_polls(seconds: float) -> None:
         clock.sleep(seconds)
-        if clock.now >= 7:
+        if clock.monotonic() >= 7:
             store.give_back_units("x")
 
-    with workload.hold("export", 3, settings=settings, sleep=free_after_two_polls, monotonic=clock) as held:
+    with workload.hold(
+        "export", 3, settings=settings, sleep=free_after_two_polls, monotonic=clock.monotonic
+    ) as held:
         assert held is not None
 
 
@@ -192,17 +200,6 @@ def test_hold_refuses_a_cost_the_budget_cannot_hold(settings: Settings) -> None:
     off = settings.model_copy(update={"workload_capacity": 0})
     with workload.hold("huge", 13, settings=off) as held:
         assert held is None
-
-
-class FakeMonotonic:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 # --- the CLI and dying holders --------------------------------------------------------------

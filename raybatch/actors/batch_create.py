@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.records import BatchState, PreparedRequest
@@ -23,7 +23,7 @@ from raybatch.errors import OutagePastBudget, PermanentError, SpendLimitReached
 from raybatch.ids import marked_custom_id
 from raybatch.metrics import Metrics
 from raybatch.models import BatchStatus
-from raybatch.state.port import BatchRecord, StateStore
+from raybatch.state.port import BatchRecord, BatchStates, Flags
 from raybatch.units import MB
 
 log = logging.getLogger(__name__)
@@ -31,12 +31,16 @@ log = logging.getLogger(__name__)
 Io = Callable[..., Awaitable[Any]]  # runs a blocking call on the coordinator's pool
 
 
+class BatchCreatorState(BatchStates, Flags, Protocol):
+    """The slices of the state store that creating batches uses."""
+
+
 class BatchCreator:
     """Creates batches once and reconciles intents; owned by the coordinator."""
 
     def __init__(
         self,
-        state: StateStore,
+        state: BatchCreatorState,
         batches: AnthropicBatchClient,
         *,
         io: Io,

@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from raybatch.actors.batch_create import Io
 from raybatch.actors.filing import ResultFiler
@@ -29,7 +29,7 @@ from raybatch.ids import unmarked_custom_id
 from raybatch.metrics import Metrics
 from raybatch.models import BatchStatus, ResultType
 from raybatch.retry import Backoff, retrying
-from raybatch.state.port import BatchRecord, StateStore
+from raybatch.state.port import BatchRecord, BatchStates, Flags, JobStates
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +37,16 @@ RESULT_READS = 5  # tries to read one batch's results when the stream is cut
 RESULT_BACKOFF = Backoff(initial=2.0, factor=2.0, cap=30.0)
 
 
+class BatchPollerState(BatchStates, JobStates, Flags, Protocol):
+    """The slices of the state store that polling batches uses."""
+
+
 class BatchPolls:
     """Polls batches in flight and files what ended; owned by the coordinator."""
 
     def __init__(
         self,
-        state: StateStore,
+        state: BatchPollerState,
         batches: AnthropicBatchClient,
         filer: ResultFiler,
         *,

@@ -22,7 +22,7 @@ from raybatch.actors.writer import WriteReport
 from raybatch.errors import RaybatchError, TimeLimitExceeded, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import JobRecord, JobStatus, Lease, Priority
-from raybatch.state.port import StateStore
+from raybatch.state.port import JobStates
 from raybatch.units import MIB
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ class WriterPool:
     def __init__(
         self,
         writers: Sequence[Any],
-        state: StateStore,
+        state: JobStates,
         *,
         budget_mb: float,
         worker_id: str,

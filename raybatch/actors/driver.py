@@ -30,7 +30,7 @@ from raybatch.errors import AuthenticationFailed, RaybatchError
 from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, Priority
 from raybatch.retry import Backoff, retrying
 from raybatch.spend import parked_reason
-from raybatch.state.port import JobGlance, StateStore
+from raybatch.state.port import Flags, JobGlance, JobStates
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,10 @@ URGENT_LOOKAHEAD = 100  # urgent jobs of other runs passed over when looking for
 RECONNECT_BACKOFF = Backoff(initial=0.2, factor=2.0, cap=5.0)  # a dead coordinator fetched again
 
 P = ParamSpec("P")
+
+
+class DriverState(JobStates, Flags, Protocol):
+    """The slices of the state store the driver's loop reads and moves jobs through."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ class Driver:
 
     def __init__(
         self,
-        state: StateStore,
+        state: DriverState,
         job_ids: Sequence[int],
         parts: DriverParts,
         *,

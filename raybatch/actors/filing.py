@@ -17,7 +17,7 @@ from raybatch.ids import parse_custom_id
 from raybatch.metrics import Metrics
 from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, ResultType, is_sync_tag
 from raybatch.settings import DEFAULT_MODEL
-from raybatch.state.port import StateStore
+from raybatch.state.port import JobsWithChunks
 from raybatch.steps.parse import read_answer
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ class ResultFiler:
 
     def __init__(
         self,
-        state: StateStore,
+        state: JobsWithChunks,
         *,
         max_attempts: int,
         metrics: Metrics | None = None,

@@ -22,12 +22,16 @@ from raybatch.errors import RaybatchError, TimeLimitExceeded, TransientError, er
 from raybatch.metrics import Metrics
 from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease, Priority, ProcessingMode
 from raybatch.reuse import outstanding_of
-from raybatch.state.port import StateStore
+from raybatch.state.port import JobsWithChunks, PageTexts
 from raybatch.steps.chunk import ChunkPlan
 
 log = logging.getLogger(__name__)
 
 GUESS_REQUEST_BYTES = 3_000_000  # until the first chunk is measured: ≈ 8 scanned pages
+
+
+class SchedulerState(JobsWithChunks, PageTexts, Protocol):
+    """The slices of the state store that preparing jobs uses."""
 
 
 @dataclass
@@ -77,7 +81,7 @@ class PrepareScheduler:
 
     def __init__(
         self,
-        state: StateStore,
+        state: SchedulerState,
         tasks: PrepareTasks,
         *,
         worker_id: str,

@@ -20,7 +20,7 @@ from raybatch.claude.records import PreparedRequest, RequestResult
 from raybatch.claude.sync_client import AnthropicMessageClient
 from raybatch.errors import PermanentError
 from raybatch.models import SYNC_BATCH_ID
-from raybatch.state.port import StateStore
+from raybatch.state.port import ChunkStates
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class SyncCalls:
 
     def __init__(
         self,
-        state: StateStore,
+        state: ChunkStates,
         messages: AnthropicMessageClient,
         filer: ResultFiler,
         *,

@@ -20,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from threading import BoundedSemaphore
+from typing import Protocol
 
 import pymupdf
 
@@ -33,7 +34,7 @@ from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, JobStatus, L
 from raybatch.objects.port import ObjectStore
 from raybatch.settings import PrepareSettings, RequestSettings, StoreSettings
 from raybatch.sources import read_source
-from raybatch.state.port import StateStore
+from raybatch.state.port import Catalog, Flags, JobsWithChunks
 from raybatch.steps.group import GroupIdentity, assign_groups, group_identity
 from raybatch.steps.manifest import build_manifest
 from raybatch.steps.slice import slice_document
@@ -42,6 +43,10 @@ from raybatch.steps.stitch import StitchedDocument, stitch
 from raybatch.steps.table import documents_table
 from raybatch.steps.thumbnail import thumbnail
 from raybatch.units import MIB
+
+
+class WriterState(JobsWithChunks, Catalog, Flags, Protocol):
+    """The slices of the state store that writing a job's documents uses."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,7 @@ class ResultWriter:
 
     def __init__(
         self,
-        state: StateStore,
+        state: WriterState,
         store: ObjectStore,
         *,
         sources: StoreSettings,

@@ -18,15 +18,21 @@ from raybatch.ocr.port import OcrEngine, PageImage
 class PageTextCache(Protocol):
     """Where OCR results are kept; ``SqlStateStore`` is one (its ``page_ocr`` table)."""
 
-    def get_page_text(self, sha256: str, page: int, engine: str) -> PageText | None: ...
+    def get_page_text(self, sha256: str, page: int, engine: str) -> PageText | None:
+        """The cached text of page ``page`` read by ``engine`` (name and version), or None."""
+        ...
 
-    def put_page_text(self, sha256: str, engine: str, text: PageText) -> None: ...
+    def put_page_text(self, sha256: str, engine: str, text: PageText) -> None:
+        """Cache ``text`` under (sha256, text.page, engine); a second put replaces it."""
+        ...
 
 
 class PageTextLookup(Protocol):
     """What the driver reads the cache through; ``SqlStateStore`` is one."""
 
-    def cached_page_texts(self, sha256: str, pages: Sequence[int]) -> list[CachedPage]: ...
+    def cached_page_texts(self, sha256: str, pages: Sequence[int]) -> list[CachedPage]:
+        """Every cached text of these pages of one source, by any engine."""
+        ...
 
 
 class CarriedPageTexts:

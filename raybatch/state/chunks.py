@@ -227,9 +227,7 @@ class ChunkQueries(SqlBase):
         retry: bool = False,
         max_attempts: int = 3,
     ) -> bool:
-        """File one result; False (and nothing changed) for a duplicate, a stale batch or an
-        unknown custom_id. An error with ``retry`` goes to RETRY until ``max_attempts`` tries
-        have failed, then to FAILED; without ``retry`` straight to FAILED."""
+        """``ChunkStates.file_result``: one UPDATE of the chunk still SUBMITTED in ``batch_id``."""
         error = (error_class, error_message)
         values = _result_values(batch_id, result, answer, usage, error, retry, max_attempts)
         update = sa.update(chunk_rows).where(

@@ -154,16 +154,13 @@ class JobQueries(SqlBase):
         pages: int | None = None,
         priority: Priority = Priority.NORMAL,
     ) -> tuple[JobRecord, bool]:
-        """The job for this content, and whether it was created now (same sha256 = same job).
-
-        An urgent registration of a job that exists makes it urgent while that can still change
-        how it is sent (see ``set_priority``)."""
+        """``JobStates.register_job``; a forced job gets a dedupe key of its own."""
         new = NewJob(sha256, source_uri, source_name, kind, size_bytes, mode, pages, priority)
         return self.register_jobs([new], force=force)[0]
 
     def register_jobs(self, new: Sequence[NewJob], *, force: bool = False) -> list[tuple[JobRecord, bool]]:
-        """``register_job`` for each of these, in one transaction: the jobs that exist are looked
-        up in one query, the others inserted in one statement."""
+        """``JobStates.register_jobs``: the jobs that exist are looked up in one query, the others
+        inserted in one statement."""
         if not new:
             return []
         now = self._now()
@@ -484,8 +481,7 @@ class JobQueries(SqlBase):
     def hold_jobs(
         self, worker_id: str, job_ids: Sequence[int], status: JobStatus, lease_seconds: float
     ) -> list[int]:
-        """Hold jobs that sit in ``status`` for ``worker_id`` (a lease without a claim: no token or
-        try counted), unless another holder's lease runs; the ids held."""
+        """``JobStates.hold_jobs``: one UPDATE per group of ids, owner and expiry only."""
         if not job_ids:
             return []
         held: list[int] = []

@@ -1,5 +1,10 @@
 """The state store's interface. The database is the source of truth; actors are caches.
 
+One protocol per concern, as the implementation is split: ``JobStates``, ``ChunkStates``,
+``BatchStates``, ``Catalog`` (documents, groups), ``PageTexts`` (the OCR cache), ``ErrorLog``,
+``Flags`` (identity, pause flag, stored settings) and ``Coordinators``; ``StateStore`` is all of
+them. A consumer names the slices it uses (``JobsWithChunks`` is the common pair).
+
 Every job transition is one conditional UPDATE; claimed work carries a lease whose token fences
 stale owners. Implementations: ``SqlStateStore`` (SQLite file, PostgreSQL), opened with
 ``raybatch.state.open_state``. Errors: ``DatabaseUnavailable`` (transient) when the database does
@@ -15,20 +20,19 @@ from typing import Any, Protocol
 
 from raybatch.models import (
     BatchStatus,
-    CachedPage,
     ChunkRecord,
     ChunkStatus,
     DocumentRecord,
     JobRecord,
     JobStatus,
     Lease,
-    PageText,
     Priority,
     ProcessingMode,
     ResultType,
     SourceKind,
     Usage,
 )
+from raybatch.ocr.cache import PageTextCache, PageTextLookup
 
 
 @dataclass(frozen=True)
@@ -111,10 +115,9 @@ class ErrorRecord:
     created_at: datetime
 
 
-class StateStore(Protocol):
-    """Jobs, chunks, batches, documents, groups, the OCR cache, errors and the pause flag."""
+class JobStates(Protocol):
+    """Jobs: registration, reads, leases and transitions."""
 
-    # --- jobs -----------------------------------------------------------------------------
     def register_job(
         self,
         *,
@@ -238,6 +241,10 @@ class StateStore(Protocol):
         """Back to pending a job in ``from_status`` no lease holds, unmoved for ``idle_seconds``."""
         ...
 
+    def holds(self, lease: Lease) -> bool:
+        """Whether ``lease`` still holds its job (not taken over, released or canceled)."""
+        ...
+
     def finish_claim(self, lease: Lease, to_status: JobStatus, **fields: Any) -> None:
         """Move a claimed job on and drop the lease; raises LeaseLost for a stale owner.
         ``fields``: pages, progress, mode, attempts, error_class, error_message."""
@@ -266,7 +273,10 @@ class StateStore(Protocol):
         was not failed."""
         ...
 
-    # --- chunks ---------------------------------------------------------------------------
+
+class ChunkStates(Protocol):
+    """A job's chunks: the requests, their results, their tokens and expected cost."""
+
     def save_chunks(self, job_id: int, chunks: Sequence[ChunkRecord]) -> None:
         """Upsert a job's chunks by (job, n); never deletes. A chunk that succeeded under the same
         processing key keeps its answer and usage."""
@@ -346,7 +356,10 @@ class StateStore(Protocol):
         answered by sent mode."""
         ...
 
-    # --- batches --------------------------------------------------------------------------
+
+class BatchStates(Protocol):
+    """Batch intents and the Message Batches they became."""
+
     def record_batch_intent(self, custom_ids: Sequence[str], request_bytes: int) -> int:
         """Record a batch of these requests in status CREATING, before creating it; its id."""
         ...
@@ -391,7 +404,10 @@ class StateStore(Protocol):
         """Record a batch's latest state (ended_at set when it ends); False for an unknown id."""
         ...
 
-    # --- documents and groups -------------------------------------------------------------
+
+class Catalog(Protocol):
+    """The documents made from jobs, and the groups they fall in."""
+
     def upsert_documents(self, job_id: int, documents: Sequence[DocumentRecord]) -> None:
         """Make the job's documents exactly these (by index): reruns never duplicate. Refused
         (LeaseLost) once the job is canceled."""
@@ -399,10 +415,6 @@ class StateStore(Protocol):
 
     def delete_documents(self, job_id: int) -> int:
         """Remove a job's document rows (a canceled job's outputs); how many went."""
-        ...
-
-    def holds(self, lease: Lease) -> bool:
-        """Whether ``lease`` still holds its job (not taken over, released or canceled)."""
         ...
 
     def list_documents(self, job_id: int | None = None) -> list[DocumentRecord]:
@@ -421,20 +433,10 @@ class StateStore(Protocol):
         """Every group's key and label."""
         ...
 
-    # --- OCR cache ------------------------------------------------------------------------
-    def get_page_text(self, sha256: str, page: int, engine: str) -> PageText | None:
-        """The cached text of page ``page`` read by ``engine`` (name and version), or None."""
-        ...
 
-    def cached_page_texts(self, sha256: str, pages: Sequence[int]) -> list[CachedPage]:
-        """Every cached text of these pages of one source, by any engine."""
-        ...
+class ErrorLog(Protocol):
+    """Classified failures, kept for the report."""
 
-    def put_page_text(self, sha256: str, engine: str, text: PageText) -> None:
-        """Cache ``text`` under (sha256, text.page, engine); a second put replaces it."""
-        ...
-
-    # --- errors and the pause flag --------------------------------------------------------
     def record_error(self, job_id: int | None, phase: str, error_class: str, message: str) -> None:
         """Log one classified failure (no secrets or page text in ``message``)."""
         ...
@@ -443,6 +445,10 @@ class StateStore(Protocol):
         """Logged failures, oldest first, optionally of one job."""
         ...
 
+
+class Flags(Protocol):
+    """The database's own records: its identity, the pause flag and stored settings."""
+
     def database_id(self) -> str:
         """This database's identity (made on first use): keeps its outputs apart from others'."""
         ...
@@ -450,6 +456,22 @@ class StateStore(Protocol):
     def is_paused(self) -> bool:
         """Whether the pause flag is set."""
         ...
+
+    def set_paused(self, paused: bool) -> None:
+        """Set or clear the pause flag."""
+        ...
+
+    def get_flags(self, prefix: str) -> dict[str, str]:
+        """Every stored setting whose key starts with ``prefix`` (the spend cap keeps its own)."""
+        ...
+
+    def set_flags(self, values: Mapping[str, str | None]) -> None:
+        """Store settings by key; None removes one."""
+        ...
+
+
+class Coordinators(Protocol):
+    """Coordinator heartbeats: who is alive, who leads, and the work a stopped one left."""
 
     def beat(self, coordinator_id: str, lease_seconds: float) -> bool:
         """Record a coordinator alive for ``lease_seconds``; True while it holds the lead."""
@@ -467,19 +489,20 @@ class StateStore(Protocol):
         """Chunks of synchronous calls whose coordinator stopped beating go back to prepared."""
         ...
 
-    def set_paused(self, paused: bool) -> None:
-        """Set or clear the pause flag."""
-        ...
 
-    def get_flags(self, prefix: str) -> dict[str, str]:
-        """Every stored setting whose key starts with ``prefix`` (the spend cap keeps its own)."""
-        ...
+class JobsWithChunks(JobStates, ChunkStates, Protocol):
+    """Jobs and their chunks: what settles, reuses or reprioritises a job by its chunks."""
 
-    def set_flags(self, values: Mapping[str, str | None]) -> None:
-        """Store settings by key; None removes one."""
-        ...
 
-    # --- lifecycle ------------------------------------------------------------------------
+class PageTexts(PageTextCache, PageTextLookup, Protocol):
+    """The OCR cache (``page_ocr``): texts by source, page and engine."""
+
+
+class StateStore(
+    JobStates, ChunkStates, BatchStates, Catalog, PageTexts, ErrorLog, Flags, Coordinators, Protocol
+):
+    """The whole store: every slice, for the callers that need them all (one database)."""
+
     def close(self) -> None:
         """Release connections; the store reconnects if used again."""
         ...

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from anthropic.types.messages import MessageBatch
+from clock import FakeClock
 from emulator_support import API_KEY, requests, running, settings_for
 
 from raybatch.claude.batch_client import AnthropicBatchClient, make_sdk_client, to_batch_state
@@ -174,11 +175,7 @@ def test_server_error_on_create_reconciles_then_creates_once():
 
 def test_create_waits_out_its_budget_then_gives_up_transiently_with_nothing_created():
     faults = Faults(overloaded_fraction=1.0, endpoints=frozenset({"create"}))
-    clock = [0.0]
-
-    def sleep(seconds: float) -> None:
-        clock[0] += seconds
-
+    clock = FakeClock()
     with batch_client(faults=faults) as (client, server, _):
         with pytest.raises(OutagePastBudget) as info:
             client.create_reconciled(
@@ -187,14 +184,15 @@ def test_create_waits_out_its_budget_then_gives_up_transiently_with_nothing_crea
                 known_ids=set(),
                 budget=30.0,
                 backoff=NO_JITTER,
-                sleep=sleep,
-                monotonic=lambda: clock[0],
+                sleep=clock.sleep,
+                monotonic=clock.monotonic,
             )
         assert list(client.list()) == []
     assert isinstance(info.value, TransientError), "an outage parks work; it never fails it"
     assert isinstance(info.value.__cause__, Overloaded)
     assert not info.value.maybe_created
-    assert clock[0] <= 30.0 and server.app.calls["create"] == 5  # waits of 2, 4, 8, 16 s fill the 30 s
+    waited = clock.monotonic()
+    assert waited <= 30.0 and server.app.calls["create"] == 5  # waits of 2, 4, 8, 16 s fill the 30 s
 
 
 def test_spend_limit_on_create_is_not_retried():

@@ -1,20 +1,9 @@
-"""Fixtures of the fault suite: an emulator and the pipeline tests' builders (its SQLite state store is
-the shared ``state`` fixture)."""
+"""The fault suite uses the pipeline tests' builders; its emulator and SQLite state store are the
+shared ``emulator`` and ``state`` fixtures."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 sys.path.insert(0, str(Path(__file__).parent.parent / "pipeline"))  # builders.py, pipeline_support.py
-
-from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
-
-
-@pytest.fixture
-def emulator() -> Iterator[EmulatorServer]:
-    with EmulatorServer(EmulatorConfig(processing_seconds=0)) as server:
-        yield server

@@ -7,7 +7,8 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from builders import PreparedJob
+from builders import PreparedJob, offer
+from clock import FakeClock
 from pipeline_support import chunk_answers
 
 from raybatch.actors.coordinator import BatchCoordinator
@@ -61,17 +62,13 @@ def claude(emulator: EmulatorServer | str, **overrides: object) -> ClaudeSetting
 
 
 def coordinator(
-    emulator: EmulatorServer | str, state: Any, *, clock: list[float] | None = None, **overrides: object
+    emulator: EmulatorServer | str, state: Any, *, clock: FakeClock | None = None, **overrides: object
 ) -> BatchCoordinator:
-    """A coordinator driven by ``step`` (no loop of its own); ``clock`` makes its time a list cell."""
+    """A coordinator driven by ``step`` (no loop of its own); ``clock`` is its monotonic time."""
     extra: dict[str, Any] = {"sleep": lambda _: None}  # a cut result stream is read again at once
     if clock is not None:
-        extra["monotonic"] = lambda: clock[0]
+        extra["monotonic"] = clock.monotonic
     return BatchCoordinator(claude(emulator, **overrides), state, autostart=False, **extra)
-
-
-async def offer(coord: BatchCoordinator, job: PreparedJob, mode: str = "batch") -> None:
-    await coord.offer(job.job_id, job.chunks, mode, job.request_bytes)
 
 
 async def run_until(
@@ -93,6 +90,14 @@ async def run_until(
             tick()
         await asyncio.sleep(0.02)
     raise AssertionError(f"jobs not settled: {[(j, state.get_job(j).status.value) for j in job_ids]}")
+
+
+async def settle(coord: BatchCoordinator, state: Any, job: PreparedJob, mode: str = "batch") -> None:
+    """Offer ``job`` to ``coord``, step it until the job is answered or failed, and stop it."""
+    await offer(coord, job, mode)
+    await coord.flush()
+    await run_until(coord, state, [job.job_id])
+    await coord.stop()
 
 
 def assert_ledger(

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from builders import bundle_texts, prepared_job
+from builders import bundle_texts, offer, prepared_job
 from emulator_process import emulator_process, paid_answers
-from fault_support import assert_ledger, coordinator, offer, run_until
+from fault_support import assert_ledger, coordinator, run_until
 from pipeline_support import chunk_answers
 
 from raybatch.state import SqlStateStore
@@ -30,23 +28,20 @@ FAULTS = {
 
 
 @pytest.mark.slow
-def test_every_fault_knob_at_once_ends_with_every_job_answered_and_nothing_paid_twice(
+@pytest.mark.anyio
+async def test_every_fault_knob_at_once_ends_with_every_job_answered_and_nothing_paid_twice(
     state: SqlStateStore,
 ) -> None:
     batch = prepared_job(state, bundle_texts(0), name="batch")
     urgent = prepared_job(state, bundle_texts(1), name="urgent", mode="sync")
 
     with emulator_process(FAULTS) as url:
-
-        async def scenario() -> None:
-            coord = coordinator(url, state, outage_budget=30, max_attempts=8)
-            await offer(coord, batch)
-            await offer(coord, urgent, mode="sync")
-            await coord.flush()
-            await run_until(coord, state, [batch.job_id, urgent.job_id], passes=1500)
-            await coord.stop()
-
-        asyncio.run(scenario())
+        coord = coordinator(url, state, outage_budget=30, max_attempts=8)
+        await offer(coord, batch)
+        await offer(coord, urgent, mode="sync")
+        await coord.flush()
+        await run_until(coord, state, [batch.job_id, urgent.job_id], passes=1500)
+        await coord.stop()
         answers = paid_answers(url)
 
     assert_ledger(state, answers, answered=[batch.job_id, urgent.job_id])

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from builders import bundle_texts, prepared_job
-from fault_support import assert_ledger, claude, offer, run_until
+import pytest
+from builders import bundle_texts, offer, prepared_job
+from fault_support import assert_ledger, claude, run_until
 
 from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.batch_client import AnthropicBatchClient, ResultStream
@@ -33,7 +33,8 @@ class ExpiredResults(AnthropicBatchClient):
             yield stream
 
 
-def test_a_batch_whose_results_are_gone_loses_only_itself(
+@pytest.mark.anyio
+async def test_a_batch_whose_results_are_gone_loses_only_itself(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     emulator.config.processing_seconds = 0.3
@@ -42,24 +43,22 @@ def test_a_batch_whose_results_are_gone_loses_only_itself(
     settings = claude(emulator)
     client = ExpiredResults(settings)
 
-    async def scenario() -> None:
-        coord = BatchCoordinator(settings, state, batches=client, autostart=False)
-        await offer(coord, poisoned)
-        await coord.flush()
-        await coord.step()
-        [first] = state.active_batches()
-        client.gone.add(first.anthropic_id or "")
-        await offer(coord, healthy)
-        await run_until(coord, state, [poisoned.job_id, healthy.job_id])
-        await coord.stop()
-
-    asyncio.run(scenario())
+    coord = BatchCoordinator(settings, state, batches=client, autostart=False)
+    await offer(coord, poisoned)
+    await coord.flush()
+    await coord.step()
+    [first] = state.active_batches()
+    client.gone.add(first.anthropic_id or "")
+    await offer(coord, healthy)
+    await run_until(coord, state, [poisoned.job_id, healthy.job_id])
+    await coord.stop()
     assert_ledger(state, {}, answered=[poisoned.job_id, healthy.job_id])
     assert {c.attempts for c in state.get_chunks(poisoned.job_id)} == {1}, "sent again in a later batch"
     assert emulator.app.calls["create"] == 3
 
 
-def test_a_request_too_large_for_a_batch_fails_its_own_job_only(
+@pytest.mark.anyio
+async def test_a_request_too_large_for_a_batch_fails_its_own_job_only(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     huge = prepared_job(state, bundle_texts(0), name="huge")
@@ -69,15 +68,12 @@ def test_a_request_too_large_for_a_batch_fails_its_own_job_only(
         big, request=dataclasses.replace(big.request, encoded_size=2_000_000)
     )
 
-    async def scenario() -> None:
-        coord = BatchCoordinator(claude(emulator, batch_max_mb=1), state, autostart=False)
-        await offer(coord, huge)
-        await offer(coord, normal)
-        await coord.flush()
-        await run_until(coord, state, [huge.job_id, normal.job_id])
-        await coord.stop()
-
-    asyncio.run(scenario())
+    coord = BatchCoordinator(claude(emulator, batch_max_mb=1), state, autostart=False)
+    await offer(coord, huge)
+    await offer(coord, normal)
+    await coord.flush()
+    await run_until(coord, state, [huge.job_id, normal.job_id])
+    await coord.stop()
     assert_ledger(
         state, emulator.app.answers(), answered=[normal.job_id], failed={huge.job_id: "InvalidRequest"}
     )

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from pathlib import Path
 
-from builders import bundle_texts, prepared_job
-from fault_support import FlakyState, assert_ledger, claude, coordinator, offer, run_until
+import pytest
+from builders import bundle_texts, offer, prepared_job
+from fault_support import FlakyState, assert_ledger, claude, coordinator, settle
 
 from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.emulator import EmulatorServer
@@ -16,78 +16,61 @@ from raybatch.settings import StateSettings
 from raybatch.state import SqlStateStore, open_state
 
 
-def test_preparing_a_job_again_keeps_its_chunks_in_a_live_batch(
+@pytest.mark.anyio
+async def test_preparing_a_job_again_keeps_its_chunks_in_a_live_batch(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     emulator.config.processing_seconds = 1.0
     job = prepared_job(state, bundle_texts(0), name="reprepared")
 
-    async def scenario() -> None:
-        first = coordinator(emulator, state)
-        await offer(first, job)
-        await first.flush()
-        await first.step()  # the batch is created and recorded ...
-        await first.stop()
-        # ... and the driver died before the job was settled; a new driver prepares it again.
-        state.transition(job.job_id, [JobStatus.SUBMITTED], JobStatus.PENDING)
-        state.save_chunks(job.job_id, [c.record() for c in job.chunks.values()])
-        state.transition(job.job_id, [JobStatus.PENDING], JobStatus.PREPARED)
-        second = coordinator(emulator, state)
-        await offer(second, job)
-        await second.flush()
-        await run_until(second, state, [job.job_id])
-        await second.stop()
-
-    asyncio.run(scenario())
+    first = coordinator(emulator, state)
+    await offer(first, job)
+    await first.flush()
+    await first.step()  # the batch is created and recorded ...
+    await first.stop()
+    # ... and the driver died before the job was settled; a new driver prepares it again.
+    state.transition(job.job_id, [JobStatus.SUBMITTED], JobStatus.PENDING)
+    state.save_chunks(job.job_id, [c.record() for c in job.chunks.values()])
+    state.transition(job.job_id, [JobStatus.PENDING], JobStatus.PREPARED)
+    await settle(coordinator(emulator, state), state, job)
     assert emulator.app.calls["create"] == 1
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
 
 
-def test_an_error_recording_a_created_batch_never_creates_it_again(
+@pytest.mark.anyio
+async def test_an_error_recording_a_created_batch_never_creates_it_again(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     job = prepared_job(state, bundle_texts(0), name="unrecorded")
     flaky = FlakyState(state)
     flaky.fail["attach_batch"] = 2  # the create worked; recording it fails, twice
 
-    async def scenario() -> None:
-        coord = coordinator(emulator, flaky)
-        await offer(coord, job)
-        await coord.flush()
-        await run_until(coord, state, [job.job_id])
-        await coord.stop()
-
-    asyncio.run(scenario())
+    await settle(coordinator(emulator, flaky), state, job)
     assert flaky.failed == ["attach_batch", "attach_batch"]
     assert emulator.app.calls["create"] == 1
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
 
 
-def test_a_restart_between_create_and_record_adopts_the_batch(
+@pytest.mark.anyio
+async def test_a_restart_between_create_and_record_adopts_the_batch(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     job = prepared_job(state, bundle_texts(0), name="crashed")
     flaky = FlakyState(state)
     flaky.fail["attach_batch"] = 1
 
-    async def scenario() -> None:
-        first = coordinator(emulator, flaky)
-        await offer(first, job)
-        await first.flush()
-        await first.step()  # created, not recorded: then the process dies
-        await first.stop()
-        second = coordinator(emulator, state)
-        await offer(second, job)
-        await second.flush()
-        await run_until(second, state, [job.job_id])
-        await second.stop()
-
-    asyncio.run(scenario())
+    first = coordinator(emulator, flaky)
+    await offer(first, job)
+    await first.flush()
+    await first.step()  # created, not recorded: then the process dies
+    await first.stop()
+    await settle(coordinator(emulator, state), state, job)
     assert emulator.app.calls["create"] == 1
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
 
 
-def test_a_foreign_batch_found_for_a_lost_create_is_never_filed(
+@pytest.mark.anyio
+async def test_a_foreign_batch_found_for_a_lost_create_is_never_filed(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     job = prepared_job(state, bundle_texts(0), name="ours")
@@ -98,21 +81,15 @@ def test_a_foreign_batch_found_for_a_lost_create_is_never_filed(
     with AnthropicBatchClient(claude(emulator)) as client:
         foreign = client.create(theirs)
 
-    async def scenario() -> None:
-        coord = coordinator(emulator, state)
-        await offer(coord, job)
-        await coord.flush()
-        await run_until(coord, state, [job.job_id])
-        await coord.stop()
-
-    asyncio.run(scenario())
+    await settle(coordinator(emulator, state), state, job)
     chunks = state.get_chunks(job.job_id)
     assert foreign.id not in {c.batch_id for c in chunks}, "an answer of the foreign batch was filed"
     assert {c.attempts for c in chunks} == {0}, "its requests were not ours: no try is counted"
     assert_ledger(state, {}, answered=[job.job_id])
 
 
-def test_another_databases_batch_of_the_same_custom_ids_is_never_adopted(
+@pytest.mark.anyio
+async def test_another_databases_batch_of_the_same_custom_ids_is_never_adopted(
     emulator: EmulatorServer, state: SqlStateStore, tmp_path: Path
 ) -> None:
     """Job numbers repeat across databases: two databases on one workspace send job 1's chunks under
@@ -127,19 +104,12 @@ def test_another_databases_batch_of_the_same_custom_ids_is_never_adopted(
     ours = [c.request for c in sorted(job.chunks.values(), key=lambda c: c.request.n)]
     state.record_batch_intent([r.custom_id for r in ours], 1)  # our create's response was lost ...
 
-    async def scenario() -> None:
-        neighbour = coordinator(emulator, other)  # ... and the other database made its batch
-        await offer(neighbour, theirs)
-        await neighbour.flush()
-        await neighbour.step()
-        await neighbour.stop()
-        coord = coordinator(emulator, state)
-        await offer(coord, job)
-        await coord.flush()
-        await run_until(coord, state, [job.job_id])
-        await coord.stop()
-
-    asyncio.run(scenario())
+    neighbour = coordinator(emulator, other)  # ... and the other database made its batch
+    await offer(neighbour, theirs)
+    await neighbour.flush()
+    await neighbour.step()
+    await neighbour.stop()
+    await settle(coordinator(emulator, state), state, job)
     foreign = {b.anthropic_id for b in other.active_batches()} | set(other.known_batch_ids())
     chunks = state.get_chunks(job.job_id)
     assert foreign and not foreign & {c.batch_id for c in chunks}, "an answer of their batch was filed"

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
-from builders import bundle_texts, prepared_job
-from fault_support import FlakyState, assert_ledger, coordinator, offer, run_until
+import pytest
+from builders import bundle_texts, offer, prepared_job
+from fault_support import FlakyState, assert_ledger, coordinator, run_until, settle
 
 from raybatch.actors.coordinator import SYNC_BATCH
 from raybatch.claude.emulator import EmulatorServer
@@ -13,7 +12,8 @@ from raybatch.models import JobStatus
 from raybatch.state import SqlStateStore
 
 
-def test_sync_calls_cut_short_by_a_restart_are_sent_again(
+@pytest.mark.anyio
+async def test_sync_calls_cut_short_by_a_restart_are_sent_again(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     job = prepared_job(state, bundle_texts(0), name="urgent", mode="sync")
@@ -21,18 +21,16 @@ def test_sync_calls_cut_short_by_a_restart_are_sent_again(
     state.mark_chunks_submitted(ids, SYNC_BATCH)  # the old coordinator died during its calls
     state.transition(job.job_id, [JobStatus.PREPARED], JobStatus.SUBMITTED)
 
-    async def scenario() -> None:
-        coord = coordinator(emulator, state)  # the restarted one; the driver offers again
-        await offer(coord, job, mode="sync")
-        await coord.flush()
-        await run_until(coord, state, [job.job_id])
-        await coord.stop()
-
-    asyncio.run(scenario())
+    coord = coordinator(emulator, state)  # the restarted one; the driver offers again
+    await offer(coord, job, mode="sync")
+    await coord.flush()
+    await run_until(coord, state, [job.job_id])
+    await coord.stop()
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
 
 
-def test_a_batch_ended_before_its_jobs_were_settled_gets_them_settled(
+@pytest.mark.anyio
+async def test_a_batch_ended_before_its_jobs_were_settled_gets_them_settled(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     job = prepared_job(state, bundle_texts(0), name="ended")
@@ -40,42 +38,29 @@ def test_a_batch_ended_before_its_jobs_were_settled_gets_them_settled(
     flaky.fail["transition"] = 1  # the database goes away right after the results were filed
     flaky.when["transition"] = lambda job_id, before, after, **_: after is JobStatus.ANSWERED
 
-    async def scenario() -> None:
-        coord = coordinator(emulator, flaky)
-        await offer(coord, job)
-        await coord.flush()
-        await run_until(coord, state, [job.job_id])
-        await coord.stop()
-
-    asyncio.run(scenario())
+    await settle(coordinator(emulator, flaky), state, job)
     assert flaky.failed == ["transition"]
     assert [b.status for b in state.active_batches()] == []
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
     assert emulator.app.calls["create"] == 1
 
 
-def test_a_batch_lost_before_its_jobs_were_settled_sends_them_again(
+@pytest.mark.anyio
+async def test_a_batch_lost_before_its_jobs_were_settled_sends_them_again(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     emulator.config.processing_seconds = 30.0  # the batch is still running when it is given up
     job = prepared_job(state, bundle_texts(0), name="lost")
 
-    async def scenario() -> None:
-        first = coordinator(emulator, state)
-        await offer(first, job)
-        await first.flush()
-        await first.step()
-        await first.stop()
-        [batch] = state.active_batches()
-        state.mark_batch_lost(batch.id)  # ... and the process died before settling the job
-        assert state.get_job(job.job_id).status is JobStatus.SUBMITTED
-        emulator.config.processing_seconds = 0.0
-        second = coordinator(emulator, state)
-        await offer(second, job)
-        await second.flush()
-        await run_until(second, state, [job.job_id])
-        await second.stop()
-
-    asyncio.run(scenario())
+    first = coordinator(emulator, state)
+    await offer(first, job)
+    await first.flush()
+    await first.step()
+    await first.stop()
+    [batch] = state.active_batches()
+    state.mark_batch_lost(batch.id)  # ... and the process died before settling the job
+    assert state.get_job(job.job_id).status is JobStatus.SUBMITTED
+    emulator.config.processing_seconds = 0.0
+    await settle(coordinator(emulator, state), state, job)
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
     assert emulator.app.calls["create"] == 2

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-from builders import bundle_texts, prepared_job
-from fault_support import FlakyState, assert_ledger, coordinator, offer, run_until
+import pytest
+from builders import bundle_texts, offer, prepared_job
+from clock import FakeClock
+from fault_support import FlakyState, assert_ledger, coordinator, run_until, settle
 from ray.exceptions import RayTaskError
 from test_scheduler import FakeTasks, pending_job, scheduler
 
@@ -18,71 +19,61 @@ from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, SourceKind
 from raybatch.state import SqlStateStore
 
 
-def test_an_overloaded_api_parks_the_batch_instead_of_failing_its_jobs(
+@pytest.mark.anyio
+async def test_an_overloaded_api_parks_the_batch_instead_of_failing_its_jobs(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     job = prepared_job(state, bundle_texts(0), name="storm")
     emulator.faults.overloaded_fraction = 1.0
     emulator.faults.endpoints = frozenset({"create"})
-    clock = [1000.0]
+    clock = FakeClock()
+    clock.advance(1000.0)  # a monotonic time well past zero
 
-    async def scenario() -> None:
-        coord = coordinator(emulator, state, clock=clock, outage_budget=0.5, park_seconds=60)
-        await offer(coord, job)
-        await coord.flush()
-        await coord.step()  # 529s for longer than the budget
-        assert (await coord.snapshot()).parked
-        assert state.get_job(job.job_id).status is JobStatus.PREPARED
-        await coord.step()
-        assert emulator.app.calls["create"] == 1, "nothing is sent while parked"
-        emulator.faults.overloaded_fraction = 0.0  # the outage ends
-        clock[0] += 61
-        await run_until(coord, state, [job.job_id])
-        await coord.stop()
-
-    asyncio.run(scenario())
+    coord = coordinator(emulator, state, clock=clock, outage_budget=0.5, park_seconds=60)
+    await offer(coord, job)
+    await coord.flush()
+    await coord.step()  # 529s for longer than the budget
+    assert (await coord.snapshot()).parked
+    assert state.get_job(job.job_id).status is JobStatus.PREPARED
+    await coord.step()
+    assert emulator.app.calls["create"] == 1, "nothing is sent while parked"
+    emulator.faults.overloaded_fraction = 0.0  # the outage ends
+    clock.advance(61)
+    await run_until(coord, state, [job.job_id])
+    await coord.stop()
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
 
 
-def test_a_database_error_while_filing_sync_answers_keeps_them(
+@pytest.mark.anyio
+async def test_a_database_error_while_filing_sync_answers_keeps_them(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     job = prepared_job(state, bundle_texts(0), name="urgent", mode="sync")
     flaky = FlakyState(state)
     flaky.fail["file_result"] = 2
 
-    async def scenario() -> None:
-        coord = coordinator(emulator, flaky)
-        await offer(coord, job, mode="sync")
-        await coord.flush()
-        await run_until(coord, state, [job.job_id])
-        await coord.stop()
-
-    asyncio.run(scenario())
+    await settle(coordinator(emulator, flaky), state, job, mode="sync")
     assert flaky.failed == ["file_result", "file_result"]
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
     assert sum(emulator.app.answers().values()) == len(job.chunks), "paid once each"
 
 
-def test_rejected_credentials_stop_the_run_with_a_clear_message(
+@pytest.mark.anyio
+async def test_rejected_credentials_stop_the_run_with_a_clear_message(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     emulator.config.api_key = "the-right-key"
     first = prepared_job(state, bundle_texts(0), name="first")
     later = prepared_job(state, bundle_texts(1), name="later")
 
-    async def scenario() -> str | None:
-        coord = coordinator(emulator, state)
-        await offer(coord, first)
-        await coord.flush()
-        await run_until(coord, state, [first.job_id])
-        await offer(coord, later)
-        await run_until(coord, state, [later.job_id])
-        stopped = (await coord.snapshot()).stopped
-        await coord.stop()
-        return stopped
-
-    stopped = asyncio.run(scenario())
+    coord = coordinator(emulator, state)
+    await offer(coord, first)
+    await coord.flush()
+    await run_until(coord, state, [first.job_id])
+    await offer(coord, later)
+    await run_until(coord, state, [later.job_id])
+    stopped = (await coord.snapshot()).stopped
+    await coord.stop()
     assert stopped is not None and "ANTHROPIC_API_KEY" in stopped
     assert emulator.app.calls["create"] == 1, "nothing more is sent once the key was refused"
     assert_ledger(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PIL import Image
 
@@ -16,6 +17,9 @@ from raybatch.settings import Modality
 from raybatch.state import SqlStateStore
 from raybatch.steps.build_requests import RequestConfig, build_request
 from raybatch.steps.chunk import plan_chunks
+
+if TYPE_CHECKING:
+    from raybatch.actors.coordinator import BatchCoordinator
 
 _BLANK = io.BytesIO()
 Image.new("RGB", (32, 45), "white").save(_BLANK, format="JPEG")
@@ -33,6 +37,11 @@ class PreparedJob:
     @property
     def request_bytes(self) -> int:
         return sum(c.request.encoded_size for c in self.chunks.values())
+
+
+async def offer(coord: BatchCoordinator, job: PreparedJob, mode: str = "batch") -> None:
+    """Offer every chunk of ``job`` to a coordinator, as the driver does."""
+    await coord.offer(job.job_id, job.chunks, mode, job.request_bytes)
 
 
 def bundle_texts(bundle: int = 0, seed: int = 7) -> list[str]:

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import pytest
 from pipeline_support import CorpusRun, run_settings
 
-from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.objects import LocalObjectStore
 from raybatch.pipeline import run
 from raybatch.samples import write_samples
@@ -35,13 +34,6 @@ def ray_session() -> Iterator[None]:
     )
     yield
     ray.shutdown()
-
-
-@pytest.fixture
-def emulator() -> Iterator[EmulatorServer]:
-    """The Claude emulator on loopback, batches ending after half a second."""
-    with EmulatorServer(EmulatorConfig(processing_seconds=0.5)) as server:
-        yield server
 
 
 @pytest.fixture(scope="session")

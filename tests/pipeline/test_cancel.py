@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clock import FakeClock
 from driver_support import (
     CoordinatorState,
     StandInCoordinator,
@@ -128,14 +129,14 @@ def test_canceling_a_job_cancels_its_prepare_tasks(state: SqlStateStore) -> None
 
 def test_the_driver_stops_preparing_a_job_canceled_meanwhile(state: SqlStateStore) -> None:
     jobs = [pending_job(state, n, pages=9) for n in range(2)]
-    tasks, now = StandInTasks(hold=True), [0.0]
+    tasks, clock = StandInTasks(hold=True), FakeClock()
     coordinator = CoordinatorState(state)
     parts = driver_parts(state, tasks, [StandInWriter(state, [])], lambda: StandInCoordinator(coordinator))
-    driver = Driver(state, jobs, parts, lease_seconds=600.0, monotonic=lambda: now[0], sleep=lambda s: None)
+    driver = Driver(state, jobs, parts, lease_seconds=600.0, monotonic=clock.monotonic, sleep=lambda s: None)
     driver._step()
     assert parts.scheduler.holds(jobs[0]) and len(parts.scheduler.refs) == 4
     cancel_jobs(state, MemoryObjectStore(), [jobs[0]])
-    now[0] += 1.0  # the next sweep, long before the lease would be renewed
+    clock.advance(1.0)  # the next sweep, long before the lease would be renewed
     driver._step()
 
     assert not parts.scheduler.holds(jobs[0]) and parts.scheduler.holds(jobs[1])

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from clock import FakeClock
 from driver_support import (
     CoordinatorState,
     StandInCoordinator,
@@ -26,22 +27,12 @@ def url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'state.db'}"
 
 
-class Clock:
-    """A monotonic clock the test moves: each driver's sweeps and lease renewals come due with it."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def driver(state: SqlStateStore, jobs: list[int], coordinator: CoordinatorState, tasks: StandInTasks,
-           name: str, clock: Clock) -> Driver:  # fmt: skip
+           name: str, clock: FakeClock) -> Driver:  # fmt: skip
     parts = driver_parts(
         state, tasks, [StandInWriter(state, [])], lambda: StandInCoordinator(coordinator), worker_id=name
     )
-    return Driver(state, jobs, parts, lease_seconds=60.0, monotonic=clock, sleep=lambda s: None)
+    return Driver(state, jobs, parts, lease_seconds=60.0, monotonic=clock.monotonic, sleep=lambda s: None)
 
 
 def test_two_drivers_on_one_source_prepare_each_job_once(url: str) -> None:
@@ -49,11 +40,11 @@ def test_two_drivers_on_one_source_prepare_each_job_once(url: str) -> None:
     jobs = [pending_job(state, n, pages=9) for n in range(4)]  # two chunks each
     coordinator = CoordinatorState(state, answer=False)  # prepared jobs wait for their batch
     first_tasks, second_tasks = StandInTasks(), StandInTasks()
-    clock = Clock()
+    clock = FakeClock()
     first = driver(state, jobs, coordinator, first_tasks, "driver-first", clock)
     second = driver(state, jobs, coordinator, second_tasks, "driver-second", clock)
     for _ in range(20):  # both sweep the run's jobs many times while they wait, prepared
-        clock.now += 1.0
+        clock.advance(1.0)
         first._step()
         second._step()
 
@@ -67,7 +58,7 @@ def test_a_prepared_job_whose_driver_is_gone_is_prepared_again(url: str) -> None
     state = open_state(StateSettings(database_url=url))
     jobs = [pending_job(state, n) for n in range(2)]
     coordinator = CoordinatorState(state, answer=False)
-    clock = Clock()
+    clock = FakeClock()
     gone_tasks = StandInTasks()
     gone = driver(state, jobs, coordinator, gone_tasks, "driver-gone", clock)
     gone._step()

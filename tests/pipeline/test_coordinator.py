@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
-from builders import bundle_texts, prepared_job
+from builders import bundle_texts, offer, prepared_job
+from clock import FakeClock
 
 from raybatch.actors.coordinator import BatchCoordinator
-from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+from raybatch.claude.emulator import EmulatorServer
 from raybatch.ids import marked_custom_id
 from raybatch.models import BatchStatus, ChunkStatus, JobStatus
 from raybatch.settings import ClaudeSettings
 from raybatch.state import SqlStateStore
-
-
-@pytest.fixture
-def emulator() -> Iterator[EmulatorServer]:
-    with EmulatorServer(EmulatorConfig(processing_seconds=0)) as server:
-        yield server
 
 
 def claude(emulator: EmulatorServer, **overrides: object) -> ClaudeSettings:
@@ -42,21 +36,17 @@ async def run_until(
         await asyncio.sleep(0.02)
 
 
-async def offer(coord: BatchCoordinator, job, mode: str = "batch") -> None:  # type: ignore[no-untyped-def]
-    await coord.offer(job.job_id, job.chunks, mode, job.request_bytes)
-
-
-def test_batch_mode_answers_every_chunk_in_one_batch(emulator: EmulatorServer, state: SqlStateStore) -> None:
-    async def scenario() -> None:
-        jobs = [prepared_job(state, bundle_texts(b), name=f"b{b}") for b in (0, 1)]
-        coord = coordinator(emulator, state)
-        for job in jobs:
-            await offer(coord, job)
-        await coord.flush()
-        await run_until(coord, state, [j.job_id for j in jobs])
-        await coord.stop()
-
-    asyncio.run(scenario())
+@pytest.mark.anyio
+async def test_batch_mode_answers_every_chunk_in_one_batch(
+    emulator: EmulatorServer, state: SqlStateStore
+) -> None:
+    jobs = [prepared_job(state, bundle_texts(b), name=f"b{b}") for b in (0, 1)]
+    coord = coordinator(emulator, state)
+    for job in jobs:
+        await offer(coord, job)
+    await coord.flush()
+    await run_until(coord, state, [j.job_id for j in jobs])
+    await coord.stop()
     jobs = state.list_jobs()
     assert {j.status for j in jobs} == {JobStatus.ANSWERED}
     chunks = [c for j in jobs for c in state.get_chunks(j.id)]
@@ -66,37 +56,33 @@ def test_batch_mode_answers_every_chunk_in_one_batch(emulator: EmulatorServer, s
     assert emulator.app.calls["create"] == 1
 
 
-def test_sync_mode_skips_batching(emulator: EmulatorServer, state: SqlStateStore) -> None:
-    async def scenario() -> None:
-        job = prepared_job(state, bundle_texts(0), name="urgent", mode="sync")
-        coord = coordinator(emulator, state)
-        await offer(coord, job, mode="sync")
-        await coord.flush()
-        await run_until(coord, state, [job.job_id])
-        await coord.stop()
-
-    asyncio.run(scenario())
+@pytest.mark.anyio
+async def test_sync_mode_skips_batching(emulator: EmulatorServer, state: SqlStateStore) -> None:
+    job = prepared_job(state, bundle_texts(0), name="urgent", mode="sync")
+    coord = coordinator(emulator, state)
+    await offer(coord, job, mode="sync")
+    await coord.flush()
+    await run_until(coord, state, [job.job_id])
+    await coord.stop()
     assert state.list_jobs()[0].status is JobStatus.ANSWERED
     assert emulator.app.calls.get("create", 0) == 0
     assert emulator.app.calls["messages"] >= 1
 
 
-def test_pause_holds_submissions_and_polls(emulator: EmulatorServer, state: SqlStateStore) -> None:
-    async def scenario() -> None:
-        job = prepared_job(state, bundle_texts(0), name="held")
-        coord = coordinator(emulator, state)
-        state.set_paused(True)
-        await offer(coord, job)
-        await coord.flush()
-        for _ in range(5):
-            assert await coord.step() is False
-        assert emulator.app.calls.get("create", 0) == 0
-        assert state.get_job(job.job_id).status is JobStatus.PREPARED
-        state.set_paused(False)
-        await run_until(coord, state, [job.job_id])
-        await coord.stop()
-
-    asyncio.run(scenario())
+@pytest.mark.anyio
+async def test_pause_holds_submissions_and_polls(emulator: EmulatorServer, state: SqlStateStore) -> None:
+    job = prepared_job(state, bundle_texts(0), name="held")
+    coord = coordinator(emulator, state)
+    state.set_paused(True)
+    await offer(coord, job)
+    await coord.flush()
+    for _ in range(5):
+        assert await coord.step() is False
+    assert emulator.app.calls.get("create", 0) == 0
+    assert state.get_job(job.job_id).status is JobStatus.PREPARED
+    state.set_paused(False)
+    await run_until(coord, state, [job.job_id])
+    await coord.stop()
     assert state.list_jobs()[0].status is JobStatus.ANSWERED
 
 
@@ -105,156 +91,141 @@ def sent_id(state: SqlStateStore, custom_id: str) -> str:
     return marked_custom_id(custom_id, state.database_id())
 
 
-def test_errored_and_expired_results_go_again_in_a_later_batch(
+@pytest.mark.anyio
+async def test_errored_and_expired_results_go_again_in_a_later_batch(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
-    async def scenario() -> list[int]:
-        job = prepared_job(state, bundle_texts(0), name="flaky")
-        ids = sorted(sent_id(state, c.request.custom_id) for c in job.chunks.values())
-        emulator.faults.errored_ids = frozenset({ids[0]})
-        emulator.faults.errored_type = "overloaded_error"
-        emulator.faults.expired_ids = frozenset({ids[1]})
-        coord = coordinator(emulator, state)
-        await offer(coord, job)
-        await coord.flush()
-        await coord.step()  # the first batch: its results are planned when it is created
-        emulator.faults.errored_ids = emulator.faults.expired_ids = frozenset()
-        await run_until(coord, state, [job.job_id])
-        await coord.stop()
-        return [job.job_id]
-
-    job_id = asyncio.run(scenario())[0]
-    assert state.get_job(job_id).status is JobStatus.ANSWERED
-    chunks = state.get_chunks(job_id)
+    job = prepared_job(state, bundle_texts(0), name="flaky")
+    ids = sorted(sent_id(state, c.request.custom_id) for c in job.chunks.values())
+    emulator.faults.errored_ids = frozenset({ids[0]})
+    emulator.faults.errored_type = "overloaded_error"
+    emulator.faults.expired_ids = frozenset({ids[1]})
+    coord = coordinator(emulator, state)
+    await offer(coord, job)
+    await coord.flush()
+    await coord.step()  # the first batch: its results are planned when it is created
+    emulator.faults.errored_ids = emulator.faults.expired_ids = frozenset()
+    await run_until(coord, state, [job.job_id])
+    await coord.stop()
+    assert state.get_job(job.job_id).status is JobStatus.ANSWERED
+    chunks = state.get_chunks(job.job_id)
     assert {c.status for c in chunks} == {ChunkStatus.SUCCEEDED}
     assert sorted(c.attempts for c in chunks)[-2:] == [1, 1]
     assert emulator.app.calls["create"] == 2
 
 
-def test_an_invalid_request_fails_its_job_only(emulator: EmulatorServer, state: SqlStateStore) -> None:
-    async def scenario() -> tuple[int, int]:
-        bad = prepared_job(state, bundle_texts(0), name="bad")
-        good = prepared_job(state, bundle_texts(1), name="good")
-        emulator.faults.errored_ids = frozenset({sent_id(state, bad.chunks[0].request.custom_id)})
-        emulator.faults.errored_type = "invalid_request_error"
-        coord = coordinator(emulator, state)
-        await offer(coord, bad)
-        await offer(coord, good)
-        await coord.flush()
-        await run_until(coord, state, [bad.job_id, good.job_id])
-        await coord.stop()
-        return bad.job_id, good.job_id
-
-    bad_id, good_id = asyncio.run(scenario())
+@pytest.mark.anyio
+async def test_an_invalid_request_fails_its_job_only(emulator: EmulatorServer, state: SqlStateStore) -> None:
+    bad = prepared_job(state, bundle_texts(0), name="bad")
+    good = prepared_job(state, bundle_texts(1), name="good")
+    emulator.faults.errored_ids = frozenset({sent_id(state, bad.chunks[0].request.custom_id)})
+    emulator.faults.errored_type = "invalid_request_error"
+    coord = coordinator(emulator, state)
+    await offer(coord, bad)
+    await offer(coord, good)
+    await coord.flush()
+    await run_until(coord, state, [bad.job_id, good.job_id])
+    await coord.stop()
+    bad_id, good_id = bad.job_id, good.job_id
     bad = state.get_job(bad_id)
     assert bad.status is JobStatus.FAILED
     assert "chunk 0" in (bad.error_message or "")
     assert state.get_job(good_id).status is JobStatus.ANSWERED
 
 
-def test_a_new_coordinator_reattaches_batches_in_flight(
+@pytest.mark.anyio
+async def test_a_new_coordinator_reattaches_batches_in_flight(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     emulator.config.processing_seconds = 1.0
 
-    async def scenario() -> int:
-        job = prepared_job(state, bundle_texts(0), name="survivor")
-        first = coordinator(emulator, state)
-        await offer(first, job)
-        await first.flush()
-        await first.step()  # creates the batch, which is still processing
-        await first.stop()
-        assert [b.status for b in state.active_batches()] == [BatchStatus.IN_PROGRESS]
-        second = coordinator(emulator, state)  # knows nothing but the DB
-        await run_until(second, state, [job.job_id], passes=200)
-        await second.stop()
-        return job.job_id
-
-    job_id = asyncio.run(scenario())
-    assert state.get_job(job_id).status is JobStatus.ANSWERED
+    job = prepared_job(state, bundle_texts(0), name="survivor")
+    first = coordinator(emulator, state)
+    await offer(first, job)
+    await first.flush()
+    await first.step()  # creates the batch, which is still processing
+    await first.stop()
+    assert [b.status for b in state.active_batches()] == [BatchStatus.IN_PROGRESS]
+    second = coordinator(emulator, state)  # knows nothing but the DB
+    await run_until(second, state, [job.job_id], passes=200)
+    await second.stop()
+    assert state.get_job(job.job_id).status is JobStatus.ANSWERED
     assert emulator.app.calls["create"] == 1
 
 
-def test_a_dropped_create_response_is_adopted_not_duplicated(
+@pytest.mark.anyio
+async def test_a_dropped_create_response_is_adopted_not_duplicated(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
-    async def scenario() -> int:
-        job = prepared_job(state, bundle_texts(0), name="dropped")
-        emulator.faults.drop_create_responses = 1
-        coord = coordinator(emulator, state)
-        await offer(coord, job)
-        await coord.flush()
-        await run_until(coord, state, [job.job_id])
-        await coord.stop()
-        return job.job_id
-
-    job_id = asyncio.run(scenario())
-    assert state.get_job(job_id).status is JobStatus.ANSWERED
+    job = prepared_job(state, bundle_texts(0), name="dropped")
+    emulator.faults.drop_create_responses = 1
+    coord = coordinator(emulator, state)
+    await offer(coord, job)
+    await coord.flush()
+    await run_until(coord, state, [job.job_id])
+    await coord.stop()
+    assert state.get_job(job.job_id).status is JobStatus.ANSWERED
     assert emulator.app.calls["create"] == 1  # the lost response was found by listing, not re-created
     assert emulator.app.calls["list"] >= 1
 
 
-def test_malformed_answers_are_repaired_or_retried(emulator: EmulatorServer, state: SqlStateStore) -> None:
-    async def scenario() -> int:
-        job = prepared_job(state, bundle_texts(0), name="malformed")
-        sent = frozenset(sent_id(state, c.request.custom_id) for c in job.chunks.values())
-        emulator.faults.malformed_ids = sent
-        coord = coordinator(emulator, state)
-        await offer(coord, job)
-        await coord.flush()
-        await coord.step()
-        emulator.faults.malformed_ids = frozenset()
-        await run_until(coord, state, [job.job_id])
-        await coord.stop()
-        return job.job_id
-
-    job_id = asyncio.run(scenario())
-    assert state.get_job(job_id).status is JobStatus.ANSWERED
-
-
-def test_a_spend_limit_parks_work_instead_of_failing_it(
+@pytest.mark.anyio
+async def test_malformed_answers_are_repaired_or_retried(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
-    clock = [1000.0]
-
-    async def scenario() -> int:
-        job = prepared_job(state, bundle_texts(0), name="parked", mode="sync")
-        emulator.faults.spend_limit = True
-        coord = BatchCoordinator(claude(emulator), state, autostart=False, monotonic=lambda: clock[0])
-        await offer(coord, job, mode="sync")
-        await coord.flush()
-        await coord.step()
-        await asyncio.gather(*coord._sync_tasks)
-        assert (await coord.snapshot()).parked
-        chunks = state.get_chunks(job.job_id)
-        assert {c.status for c in chunks} == {ChunkStatus.PREPARED}  # parked, not failed
-        assert {c.attempts for c in chunks} == {0}
-        assert state.get_job(job.job_id).status is JobStatus.PREPARED
-        emulator.faults.spend_limit = False
-        await coord.step()
-        assert emulator.app.calls["messages"] <= len(job.chunks)  # nothing sent while parked
-        clock[0] += 3600  # the limit was raised meanwhile
-        await run_until(coord, state, [job.job_id])
-        await coord.stop()
-        return job.job_id
-
-    assert state.get_job(asyncio.run(scenario())).status is JobStatus.ANSWERED
+    job = prepared_job(state, bundle_texts(0), name="malformed")
+    sent = frozenset(sent_id(state, c.request.custom_id) for c in job.chunks.values())
+    emulator.faults.malformed_ids = sent
+    coord = coordinator(emulator, state)
+    await offer(coord, job)
+    await coord.flush()
+    await coord.step()
+    emulator.faults.malformed_ids = frozenset()
+    await run_until(coord, state, [job.job_id])
+    await coord.stop()
+    assert state.get_job(job.job_id).status is JobStatus.ANSWERED
 
 
-def test_a_job_whose_payloads_are_gone_is_prepared_again(
+@pytest.mark.anyio
+async def test_a_spend_limit_parks_work_instead_of_failing_it(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
-    async def scenario() -> tuple[int, int]:
-        lost = prepared_job(state, bundle_texts(0), name="lost")
-        kept = prepared_job(state, bundle_texts(1), name="kept")
-        coord = coordinator(emulator, state)
-        await coord.offer(lost.job_id, {0: lost.chunks[0]}, "batch", 1)  # chunk 1.. never offered
-        await offer(coord, kept)
-        await coord.flush()
-        await run_until(coord, state, [kept.job_id])
-        await coord.stop()
-        return lost.job_id, kept.job_id
+    clock = FakeClock()
+    clock.advance(1000.0)  # a monotonic time well past zero
 
-    lost_id, kept_id = asyncio.run(scenario())
+    job = prepared_job(state, bundle_texts(0), name="parked", mode="sync")
+    emulator.faults.spend_limit = True
+    coord = BatchCoordinator(claude(emulator), state, autostart=False, monotonic=clock.monotonic)
+    await offer(coord, job, mode="sync")
+    await coord.flush()
+    await coord.step()
+    await asyncio.gather(*coord._sync_tasks)
+    assert (await coord.snapshot()).parked
+    chunks = state.get_chunks(job.job_id)
+    assert {c.status for c in chunks} == {ChunkStatus.PREPARED}  # parked, not failed
+    assert {c.attempts for c in chunks} == {0}
+    assert state.get_job(job.job_id).status is JobStatus.PREPARED
+    emulator.faults.spend_limit = False
+    await coord.step()
+    assert emulator.app.calls["messages"] <= len(job.chunks)  # nothing sent while parked
+    clock.advance(3600)  # the limit was raised meanwhile
+    await run_until(coord, state, [job.job_id])
+    await coord.stop()
+    assert state.get_job(job.job_id).status is JobStatus.ANSWERED
+
+
+@pytest.mark.anyio
+async def test_a_job_whose_payloads_are_gone_is_prepared_again(
+    emulator: EmulatorServer, state: SqlStateStore
+) -> None:
+    lost = prepared_job(state, bundle_texts(0), name="lost")
+    kept = prepared_job(state, bundle_texts(1), name="kept")
+    coord = coordinator(emulator, state)
+    await coord.offer(lost.job_id, {0: lost.chunks[0]}, "batch", 1)  # chunk 1.. never offered
+    await offer(coord, kept)
+    await coord.flush()
+    await run_until(coord, state, [kept.job_id])
+    await coord.stop()
+    lost_id, kept_id = lost.job_id, kept.job_id
     assert state.get_job(lost_id).status is JobStatus.PENDING
     assert state.get_job(kept_id).status is JobStatus.ANSWERED

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-from builders import bundle_texts, prepared_job
+import pytest
+from builders import bundle_texts, offer, prepared_job
 
 from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
@@ -14,7 +14,8 @@ from raybatch.settings import ClaudeSettings, StateSettings
 from raybatch.state import open_state
 
 
-def test_submitted_jobs_leave_the_backlog_while_their_batch_runs(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_submitted_jobs_leave_the_backlog_while_their_batch_runs(tmp_path: Path) -> None:
     state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
     # a batch that takes a minute: the jobs stay submitted, unanswered, for the whole test
     with EmulatorServer(EmulatorConfig(processing_seconds=60)) as emulator:
@@ -23,19 +24,15 @@ def test_submitted_jobs_leave_the_backlog_while_their_batch_runs(tmp_path: Path)
         )
         jobs = [prepared_job(state, bundle_texts(b), name=f"b{b}") for b in (0, 1)]
 
-        async def scenario() -> tuple[int, int, int]:
-            coord = BatchCoordinator(settings, state, autostart=False)
-            for job in jobs:
-                await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
-            before = (await coord.snapshot()).pending_bytes
-            await coord.flush()
-            await coord.step()
-            after = await coord.snapshot()
-            await coord.stop()
-            return before, after.pending_bytes, after.offered_jobs
-
-        before, after, offered = asyncio.run(scenario())
+        coord = BatchCoordinator(settings, state, autostart=False)
+        for job in jobs:
+            await offer(coord, job)
+        before = (await coord.snapshot()).pending_bytes
+        await coord.flush()
+        await coord.step()
+        after = await coord.snapshot()
+        await coord.stop()
     assert before == sum(job.request_bytes for job in jobs) > 0
     assert {state.get_job(job.job_id).status for job in jobs} == {JobStatus.SUBMITTED}
-    assert offered == 2  # the payloads are kept until answered (a retry may need them) ...
-    assert after == 0  # ... but they no longer count against preparation
+    assert after.offered_jobs == 2  # the payloads are kept until answered (a retry may need them) ...
+    assert after.pending_bytes == 0  # ... but they no longer count against preparation

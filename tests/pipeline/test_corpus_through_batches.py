@@ -3,10 +3,10 @@ SDK → results filed by custom_id → stitched documents equal to the truth, fi
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-from builders import prepared_job
+import pytest
+from builders import offer, prepared_job
 
 from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.answer import ChunkAnswer
@@ -21,7 +21,8 @@ from raybatch.steps.stitch import stitch
 FIELDS = ("first_page", "last_page", "type", "number", "counterparty", "amount", "currency", "reference")
 
 
-def test_the_corpus_through_batches_stitches_to_the_truth(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_the_corpus_through_batches_stitches_to_the_truth(tmp_path: Path) -> None:
     plan = plan_corpus(6, 7)
     state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
     jobs = {
@@ -35,18 +36,15 @@ def test_the_corpus_through_batches_stitches_to_the_truth(tmp_path: Path) -> Non
         )
         emulator.faults.duplicate_fraction = 0.2  # duplicated result lines must not count twice
 
-        async def scenario() -> None:
-            coordinator = BatchCoordinator(claude, state, autostart=False)
-            for job in jobs.values():
-                await coordinator.offer(job.job_id, job.chunks, "batch", job.request_bytes)
-            await coordinator.flush()
-            for _ in range(20):
-                await coordinator.step()
-                if {state.get_job(j.job_id).status for j in jobs.values()} == {JobStatus.ANSWERED}:
-                    break
-            await coordinator.stop()
-
-        asyncio.run(scenario())
+        coordinator = BatchCoordinator(claude, state, autostart=False)
+        for job in jobs.values():
+            await offer(coordinator, job)
+        await coordinator.flush()
+        for _ in range(20):
+            await coordinator.step()
+            if {state.get_job(j.job_id).status for j in jobs.values()} == {JobStatus.ANSWERED}:
+                break
+        await coordinator.stop()
         batches = emulator.app.calls["create"]
     requests = sum(len(j.chunks) for j in jobs.values())
     assert batches >= 2 and requests == 22

@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 import pytest
+from clock import FakeClock
 
 from raybatch.actors.dispatch import WriterPool, admissible
 from raybatch.actors.writer import WriteReport
@@ -132,7 +133,7 @@ def test_a_write_past_its_time_limit_restarts_its_writer_and_goes_again_then_fai
     """A write that never ends (a hung upload) is stopped at WRITE_TIMEOUT: its writer is restarted,
     the job is written again within its attempts and fails ``TimeLimitExceeded`` on its last one."""
     log: list[tuple[str, int]] = []
-    writer, clock, killed = FakeWriter(log), [0.0], []
+    writer, clock, killed = FakeWriter(log), FakeClock(), []
     pool = WriterPool(
         [writer],
         state,
@@ -145,13 +146,13 @@ def test_a_write_past_its_time_limit_restarts_its_writer_and_goes_again_then_fai
         timeout=30.0,
         kill=killed.append,
         probe=lambda writer: "up",
-        monotonic=lambda: clock[0],
+        monotonic=clock.monotonic,
     )
     job = answered_job(state, 1, size_mb=1)
     assert pool.admit(state.list_jobs([JobStatus.ANSWERED])) == [job]
-    clock[0] = 29.0
+    clock.advance(29.0)
     assert pool.collect() == [] and pool.holds(job), "within its limit a write runs on"
-    clock[0] = 31.0
+    clock.advance(2.0)  # 31 s
     [report] = pool.collect()
     assert killed == [writer], "the hung writer is restarted"
     assert report.status is JobStatus.ANSWERED and "WRITE_TIMEOUT (30 s)" in (report.error or "")
@@ -161,7 +162,7 @@ def test_a_write_past_its_time_limit_restarts_its_writer_and_goes_again_then_fai
     pool.collect()
     assert pool.idle_count == 1, "the restarted writer takes work again once it answers"
     assert pool.admit(state.list_jobs([JobStatus.ANSWERED])) == [job]
-    clock[0] = 62.0
+    clock.advance(31.0)  # 62 s
     [report] = pool.collect()
     failed = state.get_job(job)
     assert report.status is JobStatus.FAILED and failed.status is JobStatus.FAILED

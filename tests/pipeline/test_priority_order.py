@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from builders import bundle_texts, prepared_job
+import pytest
+from builders import bundle_texts, offer, prepared_job
+from clock import FakeClock
 from driver_support import (
     CoordinatorState,
     StandInCoordinator,
@@ -61,13 +63,15 @@ def test_the_driver_claims_jobs_made_urgent_first_and_leaves_other_runs_urgent_j
     log: list[tuple[str, int]] = []
     live = StandInCoordinator(CoordinatorState(state))
     parts = driver_parts(state, tasks, [StandInWriter(state, log)], lambda: live)
-    clock = [0.0]
+    clock = FakeClock()
     arrived: dict[int, set[int]] = {}
     foreign: list[int] = []
 
     def wait(refs: list[Any], timeout: float) -> None:
-        clock[0] += 1.0
-        if clock[0] == 2.0:  # while the backlog runs: one of its jobs is made urgent, another arrives
+        clock.advance(1.0)
+        if (
+            clock.monotonic() == 2.0
+        ):  # while the backlog runs: one of its jobs is made urgent, another arrives
             normal = {j.id for j in state.list_jobs([JobStatus.PENDING])} - {backlog[-1]}
             foreign.append(urgent_job(state, 99))  # another run's: its own driver prepares it
             state.set_priority([backlog[-1]], Priority.URGENT)
@@ -77,7 +81,7 @@ def test_the_driver_claims_jobs_made_urgent_first_and_leaves_other_runs_urgent_j
         tasks.refs = [r for r in tasks.refs if not r.done]
 
     parts.wait = wait
-    driver = Driver(state, backlog, parts, claim_window=2, sleep=lambda s: None, monotonic=lambda: clock[0])
+    driver = Driver(state, backlog, parts, claim_window=2, sleep=lambda s: None, monotonic=clock.monotonic)
     ended = driver.run()
 
     assert len(ended) == 8 and {j.status for j in ended} == {JobStatus.COMPLETED}
@@ -106,7 +110,10 @@ def test_writers_take_urgent_jobs_first(state: SqlStateStore) -> None:
     assert pool.admit(list(reversed(state.list_jobs()))) == [urgent]
 
 
-def test_the_coordinator_sends_urgent_jobs_at_once_and_batches_wait_to_fill(state: SqlStateStore) -> None:
+@pytest.mark.anyio
+async def test_the_coordinator_sends_urgent_jobs_at_once_and_batches_wait_to_fill(
+    state: SqlStateStore,
+) -> None:
     with EmulatorServer(EmulatorConfig(processing_seconds=0)) as emulator:
         values = {"anthropic_base_url": emulator.base_url, "anthropic_api_key": "test-key"}
         claude = ClaudeSettings.model_validate({**values, "poll_interval": 60})
@@ -114,54 +121,49 @@ def test_the_coordinator_sends_urgent_jobs_at_once_and_batches_wait_to_fill(stat
         normal = [prepared_job(state, bundle_texts(b), name=f"n{b}") for b in (0, 1)]
         late = prepared_job(state, bundle_texts(2), name="late")  # offered as batch, made urgent after
 
-        async def scenario() -> None:
-            for job in [*normal, late]:
-                await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
-            await coord.step()  # nothing is due: the batch waits to fill
-            assert emulator.app.calls.get("messages", 0) == 0
-            state.set_priority([late.job_id], Priority.URGENT)
-            for _ in range(50):
-                await coord.step()
-                if state.get_job(late.job_id).status is JobStatus.ANSWERED:
-                    break
-                await asyncio.sleep(0.02)
-            await coord.stop()
-
-        asyncio.run(scenario())
+        for job in [*normal, late]:
+            await offer(coord, job)
+        await coord.step()  # nothing is due: the batch waits to fill
+        assert emulator.app.calls.get("messages", 0) == 0
+        state.set_priority([late.job_id], Priority.URGENT)
+        for _ in range(50):
+            await coord.step()
+            if state.get_job(late.job_id).status is JobStatus.ANSWERED:
+                break
+            await asyncio.sleep(0.02)
+        await coord.stop()
         assert state.get_job(late.job_id).status is JobStatus.ANSWERED
         assert {c.sent_mode for c in state.get_chunks(late.job_id)} == {"sync"}
         assert emulator.app.calls.get("create", 0) == 0  # the normal jobs still wait for their batch
         assert {state.get_job(j.job_id).status for j in normal} == {JobStatus.PREPARED}
 
 
-def test_synchronous_work_is_sent_while_the_loop_is_busy_polling(state: SqlStateStore) -> None:
+@pytest.mark.anyio
+async def test_synchronous_work_is_sent_while_the_loop_is_busy_polling(state: SqlStateStore) -> None:
     with EmulatorServer(EmulatorConfig(processing_seconds=0)) as emulator:
         values = {"anthropic_base_url": emulator.base_url, "anthropic_api_key": "test-key"}
         coord = BatchCoordinator(ClaudeSettings.model_validate({**values, "poll_interval": 0.05}), state)
         first = prepared_job(state, bundle_texts(0), name="first", mode="sync")
         urgent = prepared_job(state, bundle_texts(1), name="urgent", mode="sync")
 
-        async def scenario() -> bool:
-            release, polling = asyncio.Event(), asyncio.Event()
-            polls = coord._polls.poll
+        release, polling = asyncio.Event(), asyncio.Event()
+        polls = coord._polls.poll
 
-            async def busy_poll() -> bool:  # a backlog's results being filed: the pass is held here
-                polling.set()
-                await release.wait()
-                return await polls()
+        async def busy_poll() -> bool:  # a backlog's results being filed: the pass is held here
+            polling.set()
+            await release.wait()
+            return await polls()
 
-            coord._polls.poll = busy_poll  # type: ignore[method-assign]
-            await coord.offer(first.job_id, first.chunks, "sync", first.request_bytes)
-            await asyncio.wait_for(polling.wait(), 30)  # the loop recovered, sent it, and is polling
-            await coord.offer(urgent.job_id, urgent.chunks, "sync", urgent.request_bytes)
-            for _ in range(500):
-                if state.get_job(urgent.job_id).status is JobStatus.ANSWERED:
-                    break
-                await asyncio.sleep(0.02)
-            answered = state.get_job(urgent.job_id).status is JobStatus.ANSWERED
-            sent_while_busy = answered and not release.is_set()
-            release.set()
-            await coord.stop()
-            return sent_while_busy
-
-        assert asyncio.run(scenario())
+        coord._polls.poll = busy_poll  # type: ignore[method-assign]
+        await offer(coord, first, "sync")
+        await asyncio.wait_for(polling.wait(), 30)  # the loop recovered, sent it, and is polling
+        await offer(coord, urgent, "sync")
+        for _ in range(500):
+            if state.get_job(urgent.job_id).status is JobStatus.ANSWERED:
+                break
+            await asyncio.sleep(0.02)
+        answered = state.get_job(urgent.job_id).status is JobStatus.ANSWERED
+        sent_while_busy = answered and not release.is_set()
+        release.set()
+        await coord.stop()
+        assert sent_while_busy

@@ -6,6 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from clock import FakeClock
+
 from raybatch.actors.prepare import ChunkSummary
 from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.errors import InvalidSource
@@ -159,16 +161,14 @@ def test_chunks_already_answered_are_not_prepared_again(state: SqlStateStore) ->
 
 def test_a_job_whose_prepare_keeps_dying_ends_failed_not_in_a_loop(tmp_path: Path) -> None:
     """Each claim counts an attempt in the DB; past PREPARE_MAX_ATTEMPTS the job fails."""
-    from datetime import UTC, datetime, timedelta
-
-    now = [datetime(2030, 1, 1, tzinfo=UTC)]
-    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 's.db'}"), now=lambda: now[0])
+    clock = FakeClock()
+    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 's.db'}"), now=clock)
     job = pending_job(state, 1, pages=8)
     for attempt in (1, 2, 3):
         sched = scheduler(state, FakeTasks(), 8)  # a fresh driver after the last one died
         assert sched.claim([job]) == 1
         assert state.get_job(job).attempts == attempt
-        now[0] += timedelta(seconds=61)  # the dead driver's lease runs out
+        clock.advance(61)  # the dead driver's lease runs out
     sched = scheduler(state, FakeTasks(), 8)
     sched.claim([job])
     failed = state.get_job(job)
@@ -260,7 +260,7 @@ def test_a_prepare_task_past_its_time_limit_is_canceled_and_retried_then_fails(s
     """A task that never ends (a hung render) is canceled at PREPARE_TIMEOUT; the job is prepared
     again within its attempts, and fails ``TimeLimitExceeded`` naming the limit on its last one."""
     job, other = pending_job(state, 1, pages=16), pending_job(state, 2, pages=8)
-    tasks, clock, canceled = FakeTasks(), [0.0], []
+    tasks, clock, canceled = FakeTasks(), FakeClock(), []
     sched = PrepareScheduler(
         state,
         tasks,
@@ -273,16 +273,16 @@ def test_a_prepare_task_past_its_time_limit_is_canceled_and_retried_then_fails(s
         get=tasks.get,
         timeout=30.0,
         cancel=canceled.append,
-        monotonic=lambda: clock[0],
+        monotonic=clock.monotonic,
     )
     sched.claim([job, other])
     sched.tick(0)
     tasks.done |= {ref for ref in sched._in_flight if ref[1] == other}  # the other job's task ends
     assert [r.job_id for r in sched.tick(0)] == [other]
-    clock[0] = 29.0
+    clock.advance(29.0)
     sched.tick(0)
     assert canceled == [] and sched.holds(job), "within its limit a task runs on"
-    clock[0] = 31.0
+    clock.advance(2.0)  # 31 s
     sched.tick(0)
     assert len([r for r in canceled if r[0] == "summary"]) == 2, "both of the job's tasks are canceled"
     assert ("source", job) in canceled, "and its source load"
@@ -291,7 +291,7 @@ def test_a_prepare_task_past_its_time_limit_is_canceled_and_retried_then_fails(s
     assert state.get_job(other).status is JobStatus.PREPARED, "the other job is not touched"
     assert sched.claim([job]) == 1  # the next try (the driver claims it again)
     sched.tick(0)
-    clock[0] = 62.0
+    clock.advance(31.0)  # 62 s
     sched.tick(0)
     failed = state.get_job(job)
     assert failed.status is JobStatus.FAILED, "hard limit: the last try fails the job"

@@ -3,27 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
-from builders import PreparedJob, bundle_texts, prepared_job
+from builders import PreparedJob, bundle_texts, offer, prepared_job
+from test_coordinator import coordinator
 
 from raybatch.actors.coordinator import BatchCoordinator
-from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+from raybatch.claude.emulator import EmulatorServer
 from raybatch.cost import prices_for
 from raybatch.models import JobStatus
 from raybatch.report import status_summary
-from raybatch.settings import DEFAULT_MODEL, ClaudeSettings
+from raybatch.settings import DEFAULT_MODEL
 from raybatch.spend import committed, expected_cost, parked_reason, raise_caps, read_caps, start_run
 from raybatch.state import SqlStateStore
 
 PRICES = prices_for(DEFAULT_MODEL)
-
-
-@pytest.fixture
-def emulator() -> Iterator[EmulatorServer]:
-    with EmulatorServer(EmulatorConfig(processing_seconds=0)) as server:
-        yield server
 
 
 def _expected(job: PreparedJob) -> float:
@@ -36,24 +30,19 @@ async def _steps(coord: BatchCoordinator, passes: int) -> None:
         await asyncio.sleep(0.02)
 
 
-def test_a_cap_below_the_cost_parks_and_a_higher_cap_completes(
+@pytest.mark.anyio
+async def test_a_cap_below_the_cost_parks_and_a_higher_cap_completes(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     jobs = [prepared_job(state, bundle_texts(b), name=f"b{b}") for b in (0, 1, 2)]
     cap = _expected(jobs[0]) * 1.2  # room for the first job only
     start_run(state, cap, None)
-    claude = ClaudeSettings.model_validate(
-        {"anthropic_base_url": emulator.base_url, "anthropic_api_key": "test-key", "poll_interval": 0.05}
-    )
-    coord = BatchCoordinator(claude, state, autostart=False)
+    coord = coordinator(emulator, state)
 
-    async def parked() -> None:
-        for job in jobs:
-            await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
-        await coord.flush()
-        await _steps(coord, 15)
-
-    asyncio.run(parked())
+    for job in jobs:
+        await offer(coord, job)
+    await coord.flush()
+    await _steps(coord, 15)
     statuses = [state.get_job(j.job_id).status for j in jobs]
     assert statuses == [JobStatus.ANSWERED, JobStatus.PREPARED, JobStatus.PREPARED]
     reason = parked_reason(state)
@@ -66,35 +55,27 @@ def test_a_cap_below_the_cost_parks_and_a_higher_cap_completes(
 
     raise_caps(state, 1000.0, None)  # ``raybatch resume --max-cost-usd 1000``
 
-    async def resumed() -> None:
-        await _steps(coord, 20)
-        await coord.stop()
-
-    asyncio.run(resumed())
+    await _steps(coord, 20)
+    await coord.stop()
     assert {state.get_job(j.job_id).status for j in jobs} == {JobStatus.ANSWERED}
     assert parked_reason(state) is None
     assert emulator.app.calls["create"] == 2  # the first job's batch, then the rest together
 
 
-def test_spend_never_passes_the_cap_by_more_than_one_batch_estimate(
+@pytest.mark.anyio
+async def test_spend_never_passes_the_cap_by_more_than_one_batch_estimate(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
     jobs = [prepared_job(state, bundle_texts(b), name=f"b{b}") for b in (0, 1, 2, 3)]
     cap = sum(_expected(j) for j in jobs[:2]) * 1.05
     start_run(state, cap, None)
-    claude = ClaudeSettings.model_validate(
-        {"anthropic_base_url": emulator.base_url, "anthropic_api_key": "test-key", "poll_interval": 0.05}
-    )
-    coord = BatchCoordinator(claude, state, autostart=False)
+    coord = coordinator(emulator, state)
 
-    async def scenario() -> None:
-        for job in jobs:
-            await coord.offer(job.job_id, job.chunks, "batch", job.request_bytes)
-            await coord.flush()
-            await _steps(coord, 5)
-        await coord.stop()
-
-    asyncio.run(scenario())
+    for job in jobs:
+        await offer(coord, job)
+        await coord.flush()
+        await _steps(coord, 5)
+    await coord.stop()
     answered = [j for j in jobs if state.get_job(j.job_id).status is JobStatus.ANSWERED]
     assert 1 <= len(answered) < len(jobs)
     run_started = read_caps(state).run_started

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
-from state_helpers import FakeClock
+from clock import FakeClock
 
 from raybatch.state import SqlStateStore
 

@@ -1,42 +1,9 @@
-"""Clocks and builders shared by the state-store contract tests."""
+"""Builders shared by the state-store contract tests."""
 
 from __future__ import annotations
 
-import multiprocessing
-from datetime import UTC, datetime, timedelta
-
 from raybatch.ids import custom_id, processing_key
 from raybatch.models import ChunkRecord, ChunkStatus, SourceKind
-
-START = datetime(2030, 1, 1, tzinfo=UTC)
-FORK = multiprocessing.get_context("fork")  # children inherit the shared clock and barriers
-
-
-class FakeClock:
-    """A clock that moves only when told to; picklable."""
-
-    def __init__(self, start: datetime = START) -> None:
-        self.value = start
-
-    def __call__(self) -> datetime:
-        return self.value
-
-    def advance(self, seconds: float) -> None:
-        self.value += timedelta(seconds=seconds)
-
-
-class SharedClock:
-    """A clock that forked worker processes share with the test: advancing it moves theirs too."""
-
-    def __init__(self, start: datetime = START) -> None:
-        self._seconds = FORK.Value("d", start.timestamp())
-
-    def __call__(self) -> datetime:
-        return datetime.fromtimestamp(self._seconds.value, UTC)
-
-    def advance(self, seconds: float) -> None:
-        with self._seconds.get_lock():
-            self._seconds.value += seconds
 
 
 def sha(n: int) -> str:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from state_helpers import FakeClock, chunk, register
+from clock import FakeClock
+from state_helpers import chunk, register
 
 from raybatch.errors import PermanentError
 from raybatch.models import BatchStatus, ChunkStatus, ResultType

@@ -5,7 +5,8 @@ rows for a canceled job."""
 from __future__ import annotations
 
 import pytest
-from state_helpers import FakeClock, sha
+from clock import FakeClock
+from state_helpers import sha
 
 from raybatch.errors import LeaseLost
 from raybatch.ids import custom_id

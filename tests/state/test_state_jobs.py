@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from state_helpers import FORK, register, sha
+from clock import FORK
+from state_helpers import register, sha
 
 from raybatch.models import JobStatus
 from raybatch.state import SqlStateStore

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from state_helpers import FORK, FakeClock, SharedClock, register
+from clock import FORK, FakeClock
+from state_helpers import register
 
 from raybatch.errors import LeaseLost
 from raybatch.models import JobStatus, Lease
@@ -111,7 +112,7 @@ def test_fail_job_under_a_lease_is_fenced(store: SqlStateStore, clock: FakeClock
     assert store.get_job(new.job_id).status is JobStatus.FAILED
 
 
-def _claimer(url: str, clock: SharedClock, worker: str, barrier, results) -> None:  # type: ignore[no-untyped-def]
+def _claimer(url: str, clock: FakeClock, worker: str, barrier, results) -> None:  # type: ignore[no-untyped-def]
     state = SqlStateStore.from_url(url, now=clock)
     barrier.wait()
     claimed = []
@@ -121,7 +122,7 @@ def _claimer(url: str, clock: SharedClock, worker: str, barrier, results) -> Non
     state.close()
 
 
-def _claim_in_processes(url: str, clock: SharedClock, workers: int) -> list[tuple[int, int]]:
+def _claim_in_processes(url: str, clock: FakeClock, workers: int) -> list[tuple[int, int]]:
     barrier, results = FORK.Barrier(workers), FORK.Queue()
     processes = [
         FORK.Process(target=_claimer, args=(url, clock, f"w{i}", barrier, results)) for i in range(workers)
@@ -136,7 +137,7 @@ def _claim_in_processes(url: str, clock: SharedClock, workers: int) -> list[tupl
 
 
 def test_processes_claiming_at_once_take_every_job_exactly_once_per_lease(db_url: str) -> None:
-    clock = SharedClock()
+    clock = FakeClock(shared=True)
     store = SqlStateStore.from_url(db_url, now=clock)
     store.migrate()
     jobs = {register(store, n)[0].id for n in range(40)}
@@ -153,7 +154,7 @@ def test_processes_claiming_at_once_take_every_job_exactly_once_per_lease(db_url
     store.close()
 
 
-def _sleepy_worker(url: str, clock: SharedClock, claimed, wake, outcome) -> None:  # type: ignore[no-untyped-def]
+def _sleepy_worker(url: str, clock: FakeClock, claimed, wake, outcome) -> None:  # type: ignore[no-untyped-def]
     state = SqlStateStore.from_url(url, now=clock)
     [lease] = claim(state, "sleepy", lease_seconds=30)
     claimed.put(lease.token)
@@ -170,7 +171,7 @@ def _sleepy_worker(url: str, clock: SharedClock, claimed, wake, outcome) -> None
 
 
 def test_a_paused_worker_that_wakes_late_is_refused_and_the_new_owner_is_accepted(db_url: str) -> None:
-    clock = SharedClock()
+    clock = FakeClock(shared=True)
     store = SqlStateStore.from_url(db_url, now=clock)
     store.migrate()
     job, _ = register(store, 1)

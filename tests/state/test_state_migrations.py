@@ -8,7 +8,8 @@ import pickle
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from state_helpers import FORK, FakeClock, register
+from clock import FORK, FakeClock
+from state_helpers import register
 
 from raybatch.models import Priority
 from raybatch.settings import StateSettings
@@ -91,7 +92,7 @@ def test_migration_scripts_are_in_the_package() -> None:
 
 
 def test_the_sql_store_has_every_method_of_the_port_with_the_same_signature() -> None:
-    members = [name for name in vars(StateStore) if not name.startswith("_")]
+    members = [name for name in dir(StateStore) if not name.startswith("_")]
     assert len(members) > 30
     for name in members:
         port, sql = (

@@ -8,7 +8,8 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 import sqlalchemy as sa
-from state_helpers import START, FakeClock, register, sha
+from clock import START, FakeClock
+from state_helpers import register, sha
 
 from raybatch.models import DocumentRecord, JobStatus, SourceKind
 from raybatch.state import SqlStateStore

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from state_helpers import FORK, FakeClock
+from clock import FORK, FakeClock
 
 from raybatch.state import SqlWorkloadStore
 
