@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Self
@@ -102,9 +102,12 @@ class SqlBase:
 
     def _insert(self, table: sa.Table) -> Any:
         """An INSERT that knows ``ON CONFLICT`` on this backend."""
-        if self._dialect == "postgresql":
-            return postgresql.insert(table)
-        return sqlite.insert(table)
+        return insert_on(self._dialect, table)
+
+
+def insert_on(dialect: str, table: sa.Table) -> Any:
+    """An INSERT that knows ``ON CONFLICT`` on this backend."""
+    return postgresql.insert(table) if dialect == "postgresql" else sqlite.insert(table)
 
 
 RELEASED_LEASE = {"lease_owner": None, "lease_expires_at": None}  # the job columns a release clears
@@ -116,6 +119,17 @@ def held_by(lease: Lease) -> sa.ColumnElement[bool]:
         jobs.c.id == lease.job_id,
         jobs.c.lease_token == lease.token,
         jobs.c.lease_owner == lease.worker_id,
+        jobs.c.lease_expires_at.is_not(None),
+    )
+
+
+def held_by_all(leases: Sequence[Lease]) -> sa.ColumnElement[bool]:
+    """The jobs rows these leases still hold, in one condition (``held_by`` of each)."""
+    return sa.and_(
+        jobs.c.id.in_([lease.job_id for lease in leases]),  # lets every backend find them by key
+        sa.tuple_(jobs.c.id, jobs.c.lease_token, jobs.c.lease_owner).in_(
+            [(lease.job_id, lease.token, lease.worker_id) for lease in leases]
+        ),
         jobs.c.lease_expires_at.is_not(None),
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -20,7 +21,7 @@ from raybatch.models import (
     Usage,
     is_sync_tag,
 )
-from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by, in_groups
+from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by_all, in_groups, insert_on
 from raybatch.state.port import RequestTotals
 from raybatch.state.rows import CHUNK_COLUMNS, chunk_record, chunk_values
 from raybatch.state.schema import batches as batch_rows
@@ -71,6 +72,22 @@ def _result_values(
     }
 
 
+@functools.lru_cache(maxsize=2)
+def _chunk_upsert(dialect: str) -> Any:
+    """Insert chunks, or replace those neither answered under the same processing key nor in flight
+    (built once per backend)."""
+    insert = insert_on(dialect, chunk_rows)
+    kept = sa.and_(
+        chunk_rows.c.status == ChunkStatus.SUCCEEDED.value,
+        chunk_rows.c.processing_key == insert.excluded.processing_key,
+    )
+    replaced = {name: insert.excluded[name] for name in (*CHUNK_COLUMNS, "updated_at")}
+    in_flight = chunk_rows.c.status == ChunkStatus.SUBMITTED.value
+    return insert.on_conflict_do_update(
+        index_elements=["job_id", "n"], set_=replaced, where=sa.and_(~kept, ~in_flight)
+    )
+
+
 class ChunkQueries(SqlBase):
     """The chunks part of ``SqlStateStore``."""
 
@@ -98,22 +115,14 @@ class ChunkQueries(SqlBase):
                 self._upsert_chunks(conn, chunks)
             done: dict[str, Any] = {**RELEASED_LEASE, "status": JobStatus.PREPARED.value, "attempts": 0}
             done["updated_at"] = self._now()
-            for lease in finished:
-                if conn.execute(sa.update(job_rows).where(held_by(lease)).values(done)).rowcount == 1:
-                    held.append(lease)
+            for group in in_groups(list(finished)):
+                finish = sa.update(job_rows).where(held_by_all(group)).values(done).returning(job_rows.c.id)
+                moved = set(conn.scalars(finish))
+                held += [lease for lease in group if lease.job_id in moved]
         return held
 
     def _upsert_chunks(self, conn: Connection, chunks: Sequence[ChunkRecord]) -> None:
-        insert = self._insert(chunk_rows)
-        kept = sa.and_(
-            chunk_rows.c.status == ChunkStatus.SUCCEEDED.value,
-            chunk_rows.c.processing_key == insert.excluded.processing_key,
-        )
-        replaced = {name: insert.excluded[name] for name in (*CHUNK_COLUMNS, "updated_at")}
-        in_flight = chunk_rows.c.status == ChunkStatus.SUBMITTED.value
-        upsert = insert.on_conflict_do_update(
-            index_elements=["job_id", "n"], set_=replaced, where=sa.and_(~kept, ~in_flight)
-        )
+        upsert = _chunk_upsert(self._dialect)
         now = self._now()
         rows = [
             {**chunk_values(r), "job_id": r.job_id, "n": r.n, "created_at": now, "updated_at": now}

@@ -381,7 +381,7 @@ class JobQueries(SqlBase):
         limit: int,
         job_ids: Iterable[int] | None = None,
     ) -> list[Lease]:
-        """Claim up to ``limit`` jobs in ``from_statuses`` (or in ``to_status`` with an expired lease)."""
+        """``JobStates.claim_jobs``: the leases of ``claim_job_records``."""
         found = self.claim_job_records(
             worker_id=worker_id,
             from_statuses=from_statuses,
