@@ -23,7 +23,6 @@ from typing import Any
 
 from measure import source_job
 
-from raybatch.actors.prepare import ChunkPreparer
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.claude.sync_client import AnthropicMessageClient
 from raybatch.cost import EXPECTED_OUTPUT_TOKENS_PER_PAGE, add_usage, cost_usd
@@ -42,6 +41,7 @@ from raybatch.settings import (
 )
 from raybatch.state import open_state
 from raybatch.steps.chunk import plan_chunks
+from raybatch.work.prepare import ChunkPreparer
 
 
 def measure(

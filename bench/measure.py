@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from raybatch.actors.prepare import ChunkPreparer
 from raybatch.ids import sha256_bytes
 from raybatch.models import JobRecord, JobStatus, SourceKind
 from raybatch.settings import ClaudeSettings, OcrSettings, PrepareSettings, Settings
 from raybatch.steps.chunk import ChunkPlan, plan_chunks
+from raybatch.steps.open_source import open_source
 from raybatch.steps.pack import megabytes
-from raybatch.steps.source import open_source
 from raybatch.units import MB
+from raybatch.work.prepare import ChunkPreparer
 
 REQUIRED_KEYS = (
     "cores",

@@ -64,7 +64,7 @@ def measure(settings: Settings, paths: list[Path], home: Path, repeat: int) -> d
     """Single process, then the Ray stages on a local Ray of our own; throughputs are best of ``repeat``."""
     import ray
 
-    from raybatch.runtime import connect
+    from raybatch.shells.runtime import connect
 
     single = best(single_process(settings, paths) for _ in range(repeat))
     print(f"single process: {single.pages} pages in {single.seconds:.1f} s", flush=True)

@@ -142,12 +142,8 @@ def write_only(settings: Settings) -> float:
     """The run's completed jobs written again from their answers by the writer pool alone; seconds."""
     import ray
 
-    from raybatch.actors.dispatch import WriterPool
-
-    try:
-        from raybatch.writers import start_writers
-    except ImportError:  # the code before the writers had a module of their own
-        from raybatch.runtime import start_writers  # type: ignore[attr-defined,no-redef]
+    from raybatch.loops.writer_pool import WriterPool
+    from raybatch.shells.writers import start_writers
 
     state = open_state(settings.section(StateSettings))
     done = [j.id for j in state.list_jobs([JobStatus.COMPLETED])]
@@ -275,7 +271,7 @@ def _driver_steps(state: SqlStateStore, ids: list[int], window: int, writers: in
     """The database work of the driver's steps: a slice of the run looked at, claims in the window,
     answered jobs for the writers, every lease renewed. A step finishes one held job, as a busy run
     does, so the window refills."""
-    from raybatch.actors.driver import SWEEP_SIZE
+    from raybatch.loops.driver import SWEEP_SIZE
 
     queue = iter(ids)
     held: list[Any] = []
@@ -322,7 +318,7 @@ def tick_figures(home: Path, big: int, ticks: int) -> dict[str, Any]:
 def measure(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     import ray
 
-    from raybatch.runtime import connect
+    from raybatch.shells.runtime import connect
 
     count = args.files or 2000
     started = time.perf_counter()

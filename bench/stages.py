@@ -18,17 +18,17 @@ import ray
 from measure import EndToEnd, Timing, source_job, sources_peak_mb
 from pydantic import SecretStr
 
-from raybatch.actors.driver import Progress
-from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+from raybatch.loops.driver import Progress
+from raybatch.loops.scheduler import PrepareScheduler
 from raybatch.models import JobStatus
 from raybatch.pipeline import run
 from raybatch.register import Registrar
 from raybatch.settings import SecretUrl, Settings, StateSettings, StoreSettings
+from raybatch.shells.tasks import RayPrepareTasks, prepare_chunk
 from raybatch.sources import list_sources
 from raybatch.state import open_state
 from raybatch.steps.chunk import ChunkPlan
-from raybatch.tasks import RayPrepareTasks, prepare_chunk
 from raybatch.units import MIB
 
 WRITER_TITLE = "ray::WriterActor"  # Ray's process title for the writer actors (".write" while busy)

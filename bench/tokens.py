@@ -23,7 +23,6 @@ from typing import Any
 import anthropic
 from measure import source_job
 
-from raybatch.actors.prepare import ChunkPreparer
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.claude.prompt import SYSTEM_PROMPT
 from raybatch.claude.schema import answer_schema
@@ -33,6 +32,7 @@ from raybatch.ocr.port import OcrEngine
 from raybatch.samples import write_samples
 from raybatch.settings import ClaudeSettings, Modality, OcrEngineName, OcrSettings, PrepareSettings
 from raybatch.steps.chunk import plan_chunks
+from raybatch.work.prepare import ChunkPreparer
 
 Counter = Callable[[Mapping[str, Any]], int]
 

@@ -117,7 +117,7 @@ def alone(settings: Settings, bundle: Path, warm: Path) -> tuple[float, dict[str
     the backlog keeps it up in the other case: its start is not what is measured)."""
     import ray
 
-    from raybatch.runtime import get_coordinator
+    from raybatch.shells.runtime import get_coordinator
 
     coordinator = get_coordinator(settings)
     ray.get(coordinator.snapshot.remote())
@@ -230,7 +230,7 @@ def report(result: dict[str, Any], say: Any = print) -> None:
 def main(argv: list[str] | None = None) -> int:
     import ray
 
-    from raybatch.runtime import connect
+    from raybatch.shells.runtime import connect
 
     args = parse(argv)
     files = args.backlog or (30 if args.quick else 120)

@@ -21,12 +21,12 @@ from collections.abc import Callable, Sequence
 
 import ray
 
-from raybatch.actors.driver import Progress
 from raybatch.errors import ConfigError, RaybatchError
+from raybatch.loops.driver import Progress
 from raybatch.pipeline import RunReport, run
 from raybatch.report import failures, status_summary
-from raybatch.runtime import limit_oom_retries
 from raybatch.settings import Settings, StateSettings, load_settings, model_prices
+from raybatch.shells.runtime import limit_oom_retries
 from raybatch.state import open_state
 
 PROGRESS_EVERY = 5.0  # seconds between progress lines

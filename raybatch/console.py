@@ -20,7 +20,7 @@ from raybatch.models import DocumentRecord
 from raybatch.report import EVAL_KEYS
 
 if TYPE_CHECKING:
-    from raybatch.actors.driver import Progress as RunProgress
+    from raybatch.loops.driver import Progress as RunProgress
 
 console = Console(stderr=False)
 errors = Console(stderr=True)  # the progress bars, notices and log records: records print above the bars

@@ -22,21 +22,21 @@ from typing import Any
 
 import ray
 
-from raybatch.actors.prepare import PreparedChunk
-from raybatch.actors.scheduler import PrepareScheduler, ReadyJob
 from raybatch.claude.emulator.tokens import IMAGE_TOKEN_CAP
 from raybatch.claude.records import PreparedRequest
 from raybatch.claude.sync_client import AnthropicMessageClient
 from raybatch.cost import EXPECTED_OUTPUT_TOKENS_PER_PAGE, PRICES_SOURCE, PRICES_TAKEN, cost_usd
+from raybatch.loops.scheduler import PrepareScheduler, ReadyJob
 from raybatch.models import ChunkStatus, JobRecord, JobStatus, Usage
 from raybatch.pipeline import Notice, _prepare_cap, claude_endpoint, register_source
 from raybatch.prepared import PreparedRequests, kept_requests
-from raybatch.runtime import connect
 from raybatch.settings import ClaudeSettings, Settings, model_prices
+from raybatch.shells.runtime import connect
+from raybatch.shells.tasks import RayPrepareTasks
 from raybatch.state.port import ChunkStates, JobStates, StateStore
 from raybatch.steps.chunk import plan_chunks
 from raybatch.steps.pack import megabytes, pack
-from raybatch.tasks import RayPrepareTasks
+from raybatch.work.prepare import PreparedChunk
 
 log = logging.getLogger(__name__)
 

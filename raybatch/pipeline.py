@@ -1,9 +1,9 @@
 """The pipeline, in the order of work:
 
-    register    Ray tasks: one job per source file, deduplicated by sha256  (raybatch.register, tasks)
-    prepare     Ray tasks: render, text layer / OCR, chunks of 8 → requests (actors.prepare, scheduler)
-    coordinate  the BatchCoordinator actor: batches or sync calls → answers  (actors.coordinator)
-    write       the ResultWriter pool: documents, thumbnails, rows, groups   (actors.writer, dispatch)
+    register    Ray tasks: one job per source file, deduplicated by sha256  (raybatch.register, shells.tasks)
+    prepare     Ray tasks: render, text layer / OCR, chunks of 8 → requests (work.prepare, loops.scheduler)
+    coordinate  the BatchCoordinator actor: batches or sync calls → answers  (coordinator/)
+    write       the ResultWriter pool: documents, thumbnails, rows, groups   (work.writer, loops.writer_pool)
 
 ``run`` wires them for one source and returns when every job of the run has ended. The stages
 overlap: a file is prepared as soon as it is registered, and written as soon as it is answered.
@@ -23,25 +23,25 @@ import ray
 from pydantic import SecretStr
 from ray.exceptions import RayError, RayTaskError
 
-from raybatch.actors.dispatch import WriterPool
-from raybatch.actors.driver import Driver, DriverParts, Progress
-from raybatch.actors.scheduler import PrepareScheduler, failure_reason
-from raybatch.actors.writer import WriteReport
 from raybatch.console import ProgressBars
+from raybatch.loops.driver import Driver, DriverParts, Progress
+from raybatch.loops.scheduler import PrepareScheduler, failure_reason
+from raybatch.loops.writer_pool import WriterPool
 from raybatch.models import JobRecord, JobStatus, Priority
 from raybatch.outage import patient_state
 from raybatch.prepared import kept_requests
 from raybatch.register import Registrar, SourceIntake
 from raybatch.reuse import reopen_changed, settings_config
-from raybatch.runtime import connect, get_coordinator, retire_coordinator
 from raybatch.settings import Settings, StateSettings, StoreSettings
+from raybatch.shells.runtime import connect, get_coordinator, retire_coordinator
+from raybatch.shells.tasks import RayInspector, RayPrepareTasks
+from raybatch.shells.writers import start_writers
 from raybatch.sources import SourceFile, SourceListing, iter_sources, list_sources
 from raybatch.spend import start_run
 from raybatch.state import StateStore, open_state
 from raybatch.steps.pack import megabytes
-from raybatch.tasks import RayInspector, RayPrepareTasks
+from raybatch.work.writer import WriteReport
 from raybatch.workload import Budget, Sizing, open_budget
-from raybatch.writers import start_writers
 
 log = logging.getLogger(__name__)
 

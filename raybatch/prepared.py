@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from raybatch.actors.prepare import PreparedChunk
 from raybatch.claude.records import PreparedRequest
 from raybatch.errors import ObjectNotFound
 from raybatch.ids import OutputKeys
@@ -16,6 +15,7 @@ from raybatch.objects.port import ObjectStore
 from raybatch.outage import patient_store
 from raybatch.settings import Settings, StoreSettings
 from raybatch.state.port import Flags
+from raybatch.work.prepare import PreparedChunk
 
 
 class PreparedRequests:

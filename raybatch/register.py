@@ -22,7 +22,7 @@ from raybatch.models import JobRecord, JobStatus, Priority, ProcessingMode, Sour
 from raybatch.settings import StoreSettings
 from raybatch.sources import SourceFile, read_source
 from raybatch.state.port import JobStates, NewJob
-from raybatch.steps.source import detect_kind, open_source
+from raybatch.steps.open_source import detect_kind, open_source
 
 log = logging.getLogger(__name__)
 

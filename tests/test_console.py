@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from rich.console import Console, RenderableType
 
-from raybatch.actors.driver import Progress
 from raybatch.console import ProgressBars, document_list_table
+from raybatch.loops.driver import Progress
 from raybatch.models import DocumentRecord
 
 

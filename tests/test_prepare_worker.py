@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from raybatch import tasks
 from raybatch.settings import PrepareTaskSettings, load_settings
+from raybatch.shells import tasks
 
 
 def _task_settings(**changed: Any) -> PrepareTaskSettings:

@@ -16,7 +16,7 @@ from PIL import Image
 from raybatch.errors import InvalidSource
 from raybatch.models import PageText, TextSource
 from raybatch.settings import CLAUDE_MAX_LONG_EDGE, MAX_PAGE_PIXELS
-from raybatch.steps.source import check_page, render_zoom
+from raybatch.steps.open_source import check_page, render_zoom
 
 # Claude scales larger images down to about 1 600 tokens (width x height / 750): pixels past that
 # cost bytes and upload time and add nothing. OCR still reads the full-size raster.

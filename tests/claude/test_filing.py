@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from raybatch.claude.filing import FilingAction, classify, file_results
 from raybatch.claude.records import RequestResult
+from raybatch.claude.triage import FilingAction, classify, file_results
 from raybatch.models import ResultType, Usage
 
 
@@ -54,7 +54,7 @@ def test_results_in_any_order_with_duplicates_strangers_and_gaps(caplog: pytest.
     random.Random(7).shuffle(results)
     first_dup = ok("job_1_batch_4", text="first")
     results += [first_dup, RequestResult("job_1_batch_4", ResultType.CANCELED), ok("job_1_batch_0")]
-    with caplog.at_level(logging.WARNING, logger="raybatch.claude.filing"):
+    with caplog.at_level(logging.WARNING, logger="raybatch.claude.triage"):
         report = file_results(results, expected)
     assert set(report.accepted) == set(expected) - {"job_1_batch_5"}
     assert report.with_action(FilingAction.SUCCEED) == [

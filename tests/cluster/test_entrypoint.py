@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-from raybatch.actors.driver import Progress
+from raybatch.loops.driver import Progress
 
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "jobs" / "process.py"
 

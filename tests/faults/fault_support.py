@@ -11,8 +11,8 @@ from builders import PreparedJob, offer
 from clock import FakeClock
 from pipeline_support import chunk_answers
 
-from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.emulator import EmulatorServer
+from raybatch.coordinator.coordinator import BatchCoordinator
 from raybatch.errors import DatabaseUnavailable
 from raybatch.models import ChunkStatus, JobStatus
 from raybatch.settings import ClaudeSettings

@@ -11,9 +11,9 @@ import pytest
 from builders import bundle_texts, offer, prepared_job
 from fault_support import assert_ledger, claude, run_until
 
-from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.batch_client import AnthropicBatchClient, ResultStream
 from raybatch.claude.emulator import EmulatorServer
+from raybatch.coordinator.coordinator import BatchCoordinator
 from raybatch.errors import ResourceNotFound
 from raybatch.state import SqlStateStore
 

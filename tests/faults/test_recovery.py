@@ -6,8 +6,8 @@ import pytest
 from builders import bundle_texts, offer, prepared_job
 from fault_support import FlakyState, assert_ledger, coordinator, run_until, settle
 
-from raybatch.actors.coordinator import SYNC_BATCH
 from raybatch.claude.emulator import EmulatorServer
+from raybatch.coordinator.coordinator import SYNC_BATCH
 from raybatch.models import JobStatus
 from raybatch.state import SqlStateStore
 

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from raybatch.actors.prepare import PreparedChunk
 from raybatch.claude.records import PreparedRequest
 from raybatch.ids import OutputKeys
 from raybatch.objects import LocalObjectStore
 from raybatch.objects.keys import validate_key
 from raybatch.prepared import PreparedRequests
+from raybatch.work.prepare import PreparedChunk
 
 FIRST, SECOND = OutputKeys("0" * 32), OutputKeys("f" * 32)
 

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from PIL import Image
 
-from raybatch.actors.prepare import PreparedChunk
 from raybatch.ids import sha256_bytes
 from raybatch.models import ChunkStatus, JobStatus, PageText, RenderedPage, SourceKind
 from raybatch.samples import plan_corpus
@@ -17,9 +16,10 @@ from raybatch.settings import Modality
 from raybatch.state import SqlStateStore
 from raybatch.steps.build_requests import RequestConfig, build_request
 from raybatch.steps.chunk import plan_chunks
+from raybatch.work.prepare import PreparedChunk
 
 if TYPE_CHECKING:
-    from raybatch.actors.coordinator import BatchCoordinator
+    from raybatch.coordinator.coordinator import BatchCoordinator
 
 _BLANK = io.BytesIO()
 Image.new("RGB", (32, 45), "white").save(_BLANK, format="JPEG")

@@ -12,16 +12,16 @@ from typing import Any
 
 from ray.exceptions import ActorDiedError
 
-from raybatch.actors.coordinator import CoordinatorSnapshot
-from raybatch.actors.dispatch import WriterPool
-from raybatch.actors.driver import DriverParts
-from raybatch.actors.prepare import ChunkSummary
-from raybatch.actors.scheduler import PrepareScheduler
-from raybatch.actors.writer import WriteReport
+from raybatch.coordinator.coordinator import CoordinatorSnapshot
 from raybatch.ids import custom_id, sha256_bytes
+from raybatch.loops.driver import DriverParts
+from raybatch.loops.scheduler import PrepareScheduler
+from raybatch.loops.writer_pool import WriterPool
 from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease, SourceKind
 from raybatch.state import SqlStateStore
 from raybatch.steps.chunk import ChunkPlan
+from raybatch.work.prepare import ChunkSummary
+from raybatch.work.writer import WriteReport
 
 
 @dataclass(eq=False)

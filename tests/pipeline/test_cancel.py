@@ -20,12 +20,12 @@ from driver_support import (
 )
 from test_writer import answered_job, corpus, write_once  # noqa: F401 (corpus: a fixture)
 
-from raybatch.actors.driver import Driver
-from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.cancel import cancel_jobs
 from raybatch.commands import cancel_jobs as cancel_command
 from raybatch.errors import LeaseLost
 from raybatch.ids import OutputKeys
+from raybatch.loops.driver import Driver
+from raybatch.loops.scheduler import PrepareScheduler
 from raybatch.models import JobStatus
 from raybatch.objects import LocalObjectStore, MemoryObjectStore
 from raybatch.report import status_summary

@@ -16,7 +16,7 @@ from driver_support import (
     pending_job,
 )
 
-from raybatch.actors.driver import Driver
+from raybatch.loops.driver import Driver
 from raybatch.models import JobStatus
 from raybatch.settings import StateSettings
 from raybatch.state import SqlStateStore, open_state

@@ -8,8 +8,8 @@ import pytest
 from builders import bundle_texts, offer, prepared_job
 from clock import FakeClock
 
-from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.emulator import EmulatorServer
+from raybatch.coordinator.coordinator import BatchCoordinator
 from raybatch.ids import marked_custom_id
 from raybatch.models import BatchStatus, ChunkStatus, JobStatus
 from raybatch.settings import ClaudeSettings

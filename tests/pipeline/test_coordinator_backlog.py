@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from builders import bundle_texts, offer, prepared_job
 
-from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+from raybatch.coordinator.coordinator import BatchCoordinator
 from raybatch.models import JobStatus
 from raybatch.settings import ClaudeSettings, StateSettings
 from raybatch.state import open_state

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from builders import PreparedJob, bundle_texts, prepared_job
 
-from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.commands import cancel_jobs as cancel_command
+from raybatch.coordinator.coordinator import BatchCoordinator
 from raybatch.models import BatchStatus, ChunkStatus, JobStatus
 from raybatch.settings import ClaudeSettings, StateSettings, load_settings
 from raybatch.state import SqlStateStore, open_state

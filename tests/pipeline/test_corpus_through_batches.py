@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from builders import offer, prepared_job
 
-from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.answer import ChunkAnswer
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+from raybatch.coordinator.coordinator import BatchCoordinator
 from raybatch.models import JobStatus
 from raybatch.samples import plan_corpus
 from raybatch.samples.write import bundle_truth

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from clock import FakeClock
 
-from raybatch.actors.dispatch import WriterPool, admissible
-from raybatch.actors.writer import WriteReport
 from raybatch.ids import sha256_bytes
+from raybatch.loops.writer_pool import WriterPool, admissible
 from raybatch.models import JobStatus, Lease, SourceKind
 from raybatch.state import SqlStateStore
 from raybatch.units import MIB
+from raybatch.work.writer import WriteReport
 
 
 class FakeWriter:

@@ -15,7 +15,7 @@ from driver_support import (
 )
 from ray.exceptions import ActorDiedError, RayActorError
 
-from raybatch.actors.driver import Driver
+from raybatch.loops.driver import Driver
 from raybatch.models import JobStatus
 from raybatch.state import SqlStateStore
 

@@ -20,17 +20,17 @@ from needs import needs
 from pipeline_support import run_settings
 from ray import cloudpickle
 
-from raybatch import tasks
-from raybatch.actors.prepare import ChunkSummary
-from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.ids import sha256_bytes
+from raybatch.loops.scheduler import PrepareScheduler
 from raybatch.models import JobRecord, JobStatus, PageText, SourceKind
 from raybatch.ocr.tesseract import tesseract_available
 from raybatch.samples import write_samples
 from raybatch.settings import OcrEngineName, PrepareTaskSettings, StateSettings
+from raybatch.shells import tasks
 from raybatch.state import open_state
 from raybatch.steps.chunk import ChunkPlan
+from raybatch.work.prepare import ChunkSummary
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -156,7 +156,7 @@ def test_a_prepare_task_cannot_read_the_api_key(
 
 PEEK = """
 import os, sys, ray
-from raybatch.runtime import connect
+from raybatch.shells.runtime import connect
 from raybatch.settings import load_settings
 assert connect(load_settings(raybatch_home=sys.argv[1]), dashboard=False)
 

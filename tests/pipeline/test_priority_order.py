@@ -20,11 +20,11 @@ from driver_support import (
     wait_refs,
 )
 
-from raybatch.actors.coordinator import BatchCoordinator
-from raybatch.actors.dispatch import WriterPool
-from raybatch.actors.driver import Driver
-from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+from raybatch.coordinator.coordinator import BatchCoordinator
+from raybatch.loops.driver import Driver
+from raybatch.loops.scheduler import PrepareScheduler
+from raybatch.loops.writer_pool import WriterPool
 from raybatch.models import JobStatus, Priority
 from raybatch.settings import ClaudeSettings
 from raybatch.state import SqlStateStore

@@ -9,7 +9,7 @@ from typing import Any
 import pymupdf
 from ray.exceptions import RayTaskError, WorkerCrashedError
 
-from raybatch.actors.scheduler import failure_reason
+from raybatch.loops.scheduler import failure_reason
 from raybatch.models import JobStatus
 from raybatch.register import Inspection, Registrar, SourceIntake, inspect_source
 from raybatch.settings import StoreSettings

@@ -13,8 +13,8 @@ from pipeline_support import CorpusRun, corpus_subset, run_settings, warm_settin
 from test_run_recovery import Background, assert_written_once, wait_for
 
 from raybatch.claude.emulator import EmulatorServer
-from raybatch.runtime import coordinator_name, get_coordinator
 from raybatch.settings import Settings
+from raybatch.shells.runtime import coordinator_name, get_coordinator
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

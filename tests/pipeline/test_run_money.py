@@ -13,11 +13,11 @@ import pytest
 from pipeline_support import CorpusRun, corpus_subset, warm_settings
 from waiting import wait_for
 
-from raybatch.actors.driver import Progress
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.cost import prices_for
 from raybatch.estimate import estimate
 from raybatch.ids import OutputKeys
+from raybatch.loops.driver import Progress
 from raybatch.models import JobStatus
 from raybatch.objects import LocalObjectStore
 from raybatch.pipeline import run

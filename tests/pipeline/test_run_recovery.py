@@ -24,8 +24,8 @@ from raybatch.models import BatchStatus, JobStatus
 from raybatch.objects import LocalObjectStore
 from raybatch.pipeline import RunReport, run
 from raybatch.report import evaluate_run
-from raybatch.runtime import coordinator_name
 from raybatch.settings import Settings, StateSettings
+from raybatch.shells.runtime import coordinator_name
 from raybatch.state import SqlStateStore, open_state
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from pipeline_support import CorpusRun, corpus_subset, run_settings, warm_settings
 
-from raybatch.actors.writer import WriteReport
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
@@ -18,6 +17,7 @@ from raybatch.pipeline import run
 from raybatch.report import evaluate_run
 from raybatch.settings import StateSettings, StoreSettings
 from raybatch.state import open_state
+from raybatch.work.writer import WriteReport
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

@@ -8,10 +8,9 @@ from typing import Any
 
 from clock import FakeClock
 
-from raybatch.actors.prepare import ChunkSummary
-from raybatch.actors.scheduler import PrepareScheduler
 from raybatch.errors import InvalidSource
 from raybatch.ids import custom_id, sha256_bytes
+from raybatch.loops.scheduler import PrepareScheduler
 from raybatch.models import (
     CachedPage,
     ChunkRecord,
@@ -26,6 +25,7 @@ from raybatch.models import (
 from raybatch.settings import StateSettings
 from raybatch.state import SqlStateStore, open_state
 from raybatch.steps.chunk import ChunkPlan
+from raybatch.work.prepare import ChunkSummary
 
 REQUEST_BYTES = 1_000_000
 

@@ -8,8 +8,8 @@ import pytest
 from builders import PreparedJob, bundle_texts, offer, prepared_job
 from test_coordinator import coordinator
 
-from raybatch.actors.coordinator import BatchCoordinator
 from raybatch.claude.emulator import EmulatorServer
+from raybatch.coordinator.coordinator import BatchCoordinator
 from raybatch.cost import prices_for
 from raybatch.models import JobStatus
 from raybatch.report import status_summary

@@ -12,12 +12,12 @@ import pytest
 from driver_support import pending_job
 from waiting import wait_for
 
-from raybatch.actors.dispatch import WriterPool
-from raybatch.actors.scheduler import PrepareScheduler
-from raybatch.actors.writer import WriteReport
+from raybatch.loops.scheduler import PrepareScheduler
+from raybatch.loops.writer_pool import WriterPool
 from raybatch.models import JobRecord, JobStatus, Lease
 from raybatch.state import SqlStateStore
 from raybatch.steps.chunk import ChunkPlan
+from raybatch.work.writer import WriteReport
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from raybatch.actors.writer import ResultWriter, WriteReport, documents_at_once, page_rotations
 from raybatch.claude.answer import ChunkAnswer
 from raybatch.claude.emulator.rules import answer_from_truth
 from raybatch.ids import OutputKeys, custom_id, sha256_file
@@ -20,6 +19,7 @@ from raybatch.settings import ClaudeSettings, PrepareSettings, StateSettings, St
 from raybatch.state import SqlStateStore, open_state
 from raybatch.steps.chunk import plan_chunks
 from raybatch.steps.table import read_documents_table
+from raybatch.work.writer import ResultWriter, WriteReport, documents_at_once, page_rotations
 
 MB = 1024 * 1024
 

@@ -146,7 +146,7 @@ def test_damaged_source_with_a_dangling_reference_still_slices() -> None:
 
 def test_every_openable_qpdf_file_slices_or_fails_with_a_reason() -> None:
     from raybatch.errors import InvalidSource
-    from raybatch.steps.source import detect_kind, open_source, render_check
+    from raybatch.steps.open_source import detect_kind, open_source, render_check
 
     files = sorted(QPDF_CORPUS.glob("*.pdf"))
     assert files

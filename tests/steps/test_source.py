@@ -14,7 +14,7 @@ from PIL import Image
 
 from raybatch.errors import InvalidSource, SourceProblem
 from raybatch.models import SourceKind
-from raybatch.steps.source import REASONS, detect_kind, open_source, render_check
+from raybatch.steps.open_source import REASONS, detect_kind, open_source, render_check
 
 QPDF_CORPUS = Path(__file__).resolve().parents[1] / "data" / "qpdf"  # real damaged and encrypted PDFs
 BUDGET = 150_000_000

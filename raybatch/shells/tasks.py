@@ -1,7 +1,7 @@
 """The Ray tasks of registration and preparation: inspect a file (hash, kind, pages) near the
 data, read a source once per job, prepare one chunk per task.
 
-Kept apart from ``raybatch.runtime`` so that these workers import only what they need.
+Kept apart from ``raybatch.shells.runtime`` so that these workers import only what they need.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from typing import Any
 
 import ray
 
-from raybatch.actors.prepare import ChunkPreparer, ChunkSummary, PreparedChunk, memory_estimate
 from raybatch.errors import StorageUnavailable
 from raybatch.models import CachedPage, JobRecord, Priority
 from raybatch.ocr import open_ocr
@@ -22,6 +21,7 @@ from raybatch.reuse import settings_config
 from raybatch.settings import OcrEngineName, PrepareTaskSettings, Settings, StoreSettings
 from raybatch.sources import SourceFile, read_source
 from raybatch.steps.chunk import ChunkPlan
+from raybatch.work.prepare import ChunkPreparer, ChunkSummary, PreparedChunk, memory_estimate
 
 
 def _preparer(settings: PrepareTaskSettings) -> ChunkPreparer:

@@ -7,7 +7,6 @@ from typing import Any
 
 import ray
 
-from raybatch.actors.writer import ResultWriter, WriteReport
 from raybatch.errors import ConfigError
 from raybatch.metrics import Metrics
 from raybatch.models import Lease
@@ -15,6 +14,7 @@ from raybatch.objects import open_store
 from raybatch.outage import patient_state, patient_store
 from raybatch.settings import Settings, WriterActorSettings, WriterSettings
 from raybatch.state import open_state
+from raybatch.work.writer import ResultWriter, WriteReport
 
 
 class WriterActor:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
-from raybatch.claude.filing import Filed, FilingAction, file_results
 from raybatch.claude.records import RequestResult
+from raybatch.claude.triage import Filed, FilingAction, file_results
 from raybatch.cost import ModelPrices, prices_for
 from raybatch.errors import UnparseableAnswer
 from raybatch.ids import parse_custom_id

@@ -23,10 +23,10 @@ from typing import Any, ParamSpec, Protocol
 
 from ray.exceptions import RayActorError
 
-from raybatch.actors.coordinator_calls import CoordinatorHandle
-from raybatch.actors.dispatch import WriterPool
-from raybatch.actors.scheduler import PrepareScheduler, ReadyJob
+from raybatch.coordinator.calls import CoordinatorHandle
 from raybatch.errors import AuthenticationFailed, RaybatchError
+from raybatch.loops.scheduler import PrepareScheduler, ReadyJob
+from raybatch.loops.writer_pool import WriterPool
 from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, Priority
 from raybatch.retry import Backoff, retrying
 from raybatch.spend import parked_reason

@@ -18,12 +18,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from raybatch.actors.batch_create import Io
-from raybatch.actors.filing import ResultFiler
 from raybatch.cancel import no_live_job
 from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.poller import poll_once
 from raybatch.claude.records import BatchState, RequestResult
+from raybatch.coordinator.batch_create import Io
+from raybatch.coordinator.filer import ResultFiler
 from raybatch.errors import AuthenticationFailed, BatchFailed, PermanentError, TransientError, error_class
 from raybatch.ids import unmarked_custom_id
 from raybatch.metrics import Metrics

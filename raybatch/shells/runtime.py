@@ -1,5 +1,5 @@
 """The Ray side: joining or starting Ray, and the coordinator actor (the writer actors are in
-``raybatch.writers`` and the registration and prepare tasks in ``raybatch.tasks``, so those
+``raybatch.shells.writers`` and the registration and prepare tasks in ``raybatch.shells.tasks``, so those
 workers never import the Claude SDK).
 
 Everything here is a thin shell around plain classes (``BatchCoordinator``, ``ResultWriter``) so the
@@ -15,7 +15,7 @@ from typing import Any
 
 import ray
 
-from raybatch.actors.coordinator import BatchCoordinator
+from raybatch.coordinator.coordinator import BatchCoordinator
 from raybatch.metrics import Metrics
 from raybatch.settings import CoordinatorActorSettings, Settings, WriterSettings, secret_env_names
 from raybatch.state import open_state

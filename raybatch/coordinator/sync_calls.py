@@ -14,10 +14,10 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from raybatch.actors.batch_create import Io
-from raybatch.actors.filing import ResultFiler
 from raybatch.claude.records import PreparedRequest, RequestResult
 from raybatch.claude.sync_client import AnthropicMessageClient
+from raybatch.coordinator.batch_create import Io
+from raybatch.coordinator.filer import ResultFiler
 from raybatch.errors import PermanentError
 from raybatch.models import SYNC_BATCH_ID
 from raybatch.state.port import ChunkStates

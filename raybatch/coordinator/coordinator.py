@@ -16,7 +16,7 @@ driver called for COORDINATOR_IDLE_SECONDS, holding no offer and no call, says i
 
 This class composes the parts, each in its own module: the offered jobs (``offers``), the submit
 phase (``submit``, creating batches through ``batch_create``), the synchronous calls
-(``sync_calls``), the poll phase (``batch_poll``, filing through ``filing``) and the lease and
+(``sync_calls``), the poll phase (``batch_poll``, filing through ``filer``) and the lease and
 sweep (``recovery``).
 """
 
@@ -31,16 +31,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from raybatch.actors.batch_create import BatchCreator
-from raybatch.actors.batch_poll import BatchPolls
-from raybatch.actors.filing import ResultFiler
-from raybatch.actors.offers import Offer, Offers
-from raybatch.actors.recovery import Recovery, guarded
-from raybatch.actors.submit import Submitter
-from raybatch.actors.sync_calls import SYNC_BATCH, SyncCalls
 from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.poller import poll_backoff
 from raybatch.claude.sync_client import AnthropicMessageClient
+from raybatch.coordinator.batch_create import BatchCreator
+from raybatch.coordinator.batch_poll import BatchPolls
+from raybatch.coordinator.filer import ResultFiler
+from raybatch.coordinator.offers import Offer, Offers
+from raybatch.coordinator.recovery import Recovery, guarded
+from raybatch.coordinator.submit import Submitter
+from raybatch.coordinator.sync_calls import SYNC_BATCH, SyncCalls
 from raybatch.metrics import Metrics
 from raybatch.models import JobStatus, sync_tag
 from raybatch.settings import ClaudeSettings, model_prices

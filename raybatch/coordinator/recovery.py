@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from raybatch.actors.batch_create import BatchCreator, Io
-from raybatch.actors.sync_calls import SYNC_BATCH, SyncCalls
+from raybatch.coordinator.batch_create import BatchCreator, Io
+from raybatch.coordinator.sync_calls import SYNC_BATCH, SyncCalls
 from raybatch.models import BatchStatus
 from raybatch.settings import ClaudeSettings
 from raybatch.state.port import BatchRecord, StateStore

@@ -24,6 +24,7 @@ from raybatch.ocr.port import OcrEngine, PageImage
 from raybatch.settings import OcrSettings, PrepareSettings, RequestSettings
 from raybatch.steps.build_requests import build_request, request_config
 from raybatch.steps.chunk import ChunkPlan
+from raybatch.steps.open_source import open_source
 from raybatch.steps.render import (
     PageRaster,
     RenderOptions,
@@ -34,7 +35,6 @@ from raybatch.steps.render import (
     text_layer,
     upright,
 )
-from raybatch.steps.source import open_source
 from raybatch.units import MIB
 
 # Rough resident cost of preparing one page: the raster, its PNG for OCR, the encoded image.

@@ -18,12 +18,12 @@ from typing import Any
 import ray
 from ray.exceptions import RayError
 
-from raybatch.actors.writer import WriteReport
 from raybatch.errors import RaybatchError, TimeLimitExceeded, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import JobRecord, JobStatus, Lease, Priority
 from raybatch.state.port import JobStates
 from raybatch.units import MIB
+from raybatch.work.writer import WriteReport
 
 log = logging.getLogger(__name__)
 URGENT = Priority.URGENT

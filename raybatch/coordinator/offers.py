@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from raybatch.actors.batch_create import Io
-from raybatch.actors.filing import ResultFiler
+from raybatch.coordinator.batch_create import Io
+from raybatch.coordinator.filer import ResultFiler
 from raybatch.errors import AuthenticationFailed, error_class
 from raybatch.models import JobStatus
 from raybatch.state.port import StateStore

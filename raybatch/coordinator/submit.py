@@ -14,10 +14,10 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from raybatch.actors.batch_create import BatchCreator, Io
-from raybatch.actors.offers import Offer, Offers
-from raybatch.actors.sync_calls import SyncCalls
 from raybatch.claude.records import PreparedRequest
+from raybatch.coordinator.batch_create import BatchCreator, Io
+from raybatch.coordinator.offers import Offer, Offers
+from raybatch.coordinator.sync_calls import SyncCalls
 from raybatch.errors import (
     AuthenticationFailed,
     InvalidRequest,

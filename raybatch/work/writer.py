@@ -37,8 +37,8 @@ from raybatch.sources import read_source
 from raybatch.state.port import Catalog, Flags, JobsWithChunks
 from raybatch.steps.group import GroupIdentity, assign_groups, group_identity
 from raybatch.steps.manifest import build_manifest
+from raybatch.steps.open_source import open_source
 from raybatch.steps.slice import slice_document
-from raybatch.steps.source import open_source
 from raybatch.steps.stitch import StitchedDocument, stitch
 from raybatch.steps.table import documents_table
 from raybatch.steps.thumbnail import thumbnail

@@ -17,13 +17,13 @@ from typing import Any, Protocol
 import ray
 from ray.exceptions import RayError, RayTaskError
 
-from raybatch.actors.prepare import ChunkSummary
 from raybatch.errors import RaybatchError, TimeLimitExceeded, TransientError, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease, Priority, ProcessingMode
 from raybatch.reuse import outstanding_of
 from raybatch.state.port import JobsWithChunks, PageTexts
 from raybatch.steps.chunk import ChunkPlan
+from raybatch.work.prepare import ChunkSummary
 
 log = logging.getLogger(__name__)
 

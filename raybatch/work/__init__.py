@@ -1,0 +1,1 @@
+"""The work run inside Ray workers: preparing a chunk and writing its results, as plain classes."""
