@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from clock import FakeClock
 from driver_support import (
     CoordinatorState,
     StandInCoordinator,
@@ -21,14 +22,21 @@ from raybatch.state import SqlStateStore
 
 
 class Pauses:
-    """The driver's sleep: records each pause; a run that would go on forever fails instead."""
+    """The driver's sleep and clock: each pause is recorded and moves the clock on (the loop's own
+    work takes no time); a run that would go on forever fails instead."""
 
     def __init__(self, pauses: list[float], limit: int = 500) -> None:
         self.pauses, self.limit = pauses, limit
+        self.clock = FakeClock()
 
     def __call__(self, seconds: float) -> None:
         self.pauses.append(seconds)
+        self.clock.advance(seconds)
         assert len(self.pauses) < self.limit, "the run does not end"
+
+    def paced(self) -> dict[str, Any]:
+        """The Driver's ``sleep`` and ``monotonic``."""
+        return {"sleep": self, "monotonic": self.clock.monotonic}
 
 
 class DiesAfterOffer(CoordinatorState):
@@ -60,7 +68,7 @@ def test_the_driver_outlives_a_dead_coordinator_and_its_stale_handle(
     log: list[tuple[str, int]] = []
     parts = driver_parts(state, StandInTasks(), [StandInWriter(state, log)], coordinator)
     pauses: list[float] = []
-    ended = Driver(state, jobs, parts, sleep=Pauses(pauses)).run()
+    ended = Driver(state, jobs, parts, **Pauses(pauses).paced()).run()
 
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 3
     assert len(first.offered) == 1
@@ -89,7 +97,7 @@ def test_a_free_writer_takes_the_next_job_as_soon_as_its_write_ends(state: SqlSt
         running[0].done = True
 
     parts.wait = wait
-    ended = Driver(state, jobs, parts, sleep=Pauses([])).run()
+    ended = Driver(state, jobs, parts, **Pauses([]).paced()).run()
 
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 3
     # Each write starts right after the previous one ended, in the same wake-up: no tick between.
@@ -124,7 +132,7 @@ def test_claims_never_exceed_the_window(state: SqlStateStore) -> None:
         tasks.refs = [r for r in tasks.refs if not r.done]
 
     parts.wait = wait
-    ended = Driver(state, jobs, parts, claim_window=3, sleep=Pauses([])).run()
+    ended = Driver(state, jobs, parts, claim_window=3, **Pauses([]).paced()).run()
 
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 20
     assert claims and all(limit <= 3 and ids <= 3 for limit, ids in claims)
@@ -148,7 +156,7 @@ def test_offers_lost_by_a_coordinator_restarted_in_place_are_made_again(state: S
     coordinator = RestartsInPlace(state, answer=False)
     handle = StandInCoordinator(coordinator)
     parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: handle)
-    ended = Driver(state, jobs, parts, sleep=Pauses([])).run()
+    ended = Driver(state, jobs, parts, **Pauses([]).paced()).run()
 
     assert coordinator.restarted
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
@@ -173,7 +181,7 @@ def test_a_coordinator_that_dies_while_offers_are_made_again_is_fetched_again(st
     live = CoordinatorState(state)
     handles = iter([first.handle, StandInCoordinator(live)])
     parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: next(handles))
-    ended = Driver(state, jobs, parts, sleep=Pauses([])).run()
+    ended = Driver(state, jobs, parts, **Pauses([]).paced()).run()
 
     assert first.restarted
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
@@ -196,6 +204,6 @@ def test_rejected_credentials_end_the_run_at_once_with_the_reason(state: SqlStat
     jobs = [pending_job(state, n) for n in range(3)]
     coordinator = StandInCoordinator(RejectsTheKey(state, answer=False))
     parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: coordinator)
-    driver = Driver(state, jobs, parts, sleep=Pauses([], limit=50))
+    driver = Driver(state, jobs, parts, **Pauses([], limit=50).paced())
     with pytest.raises(AuthenticationFailed, match="ANTHROPIC_API_KEY"):
         driver.run()  # without the stop, it would wait for answers until the pause limit
