@@ -44,6 +44,7 @@ from raybatch.work.writer import WriteReport
 from raybatch.workload import Budget, Sizing, open_budget
 
 log = logging.getLogger(__name__)
+COALESCE_SECONDS = 0.02  # how long a step waits for more work finishing with the first
 
 Notice = Callable[[str], None]
 OnProgress = Callable[[Progress], None]
@@ -283,7 +284,11 @@ def _ready(ref: object) -> bool:
 
 
 def _wait_any(refs: list[object], timeout: float) -> None:
-    ray.wait(refs, num_returns=1, timeout=timeout)
+    """Until one of ``refs`` is done (or the timeout), then a moment more for others finishing with
+    it: the driver's step then handles them together, in fewer statements."""
+    done, rest = ray.wait(refs, num_returns=1, timeout=timeout)
+    if done and rest:
+        ray.wait(rest, num_returns=len(rest), timeout=COALESCE_SECONDS)
 
 
 def _claim_window(prepare_cap: Callable[[], int]) -> Callable[[], int]:

@@ -178,7 +178,8 @@ class BatchCoordinator:
         paused = await self._io(self._state.is_paused)
         # The backlog is what still waits for a batch: offers stay here until answered (a retry
         # needs their payloads), but once submitted they must not hold preparation back.
-        waiting = {j.id for j in await self._io(self._state.list_jobs, [JobStatus.PREPARED])}
+        offered = await self._io(self._state.glance_jobs, list(self._offers.by_job))
+        waiting = {j.id for j in offered if j.status is JobStatus.PREPARED}
         return CoordinatorSnapshot(
             offered_jobs=len(self._offers.by_job),
             pending_bytes=self._offers.pending_bytes(waiting),

@@ -113,9 +113,12 @@ class Submitter:
         held = self._offers.by_job
         if not held:
             return [], set()
-        jobs = await self._io(self._state.list_jobs, [JobStatus.PREPARED])
-        first = sorted(jobs, key=lambda j: (j.priority is not Priority.URGENT, j.id))
-        jobs = [j for j in first if j.id in held][: self._claude.batch_size]
+        jobs = [
+            j for j in await self._io(self._state.glance_jobs, list(held)) if j.status is JobStatus.PREPARED
+        ]
+        jobs = sorted(jobs, key=lambda j: (j.priority is not Priority.URGENT, j.id))[
+            : self._claude.batch_size
+        ]
         return [held[j.id] for j in jobs], {j.id for j in jobs if j.mode == "sync"}
 
     def _due(self, offers: Sequence[Offer]) -> bool:

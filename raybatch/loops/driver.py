@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 STALL_SECONDS = 120.0  # say what the run waits for after this long without any change
 SWEEP_SIZE = 500  # the run's jobs looked at per sweep, to notice what others changed
-SWEEP_SECONDS = 0.5  # at most this often
+SWEEP_SECONDS = 1.0  # at most this often
 ANSWERED_POLL_SECONDS = 0.2  # how often idle writers look for answered jobs, between events
 SNAPSHOT_SECONDS = 0.25  # how often the coordinator's backlog is asked for
 FLUSH_SECONDS = 5.0  # the flush flag is sent again this often (a restarted coordinator lost it)
@@ -338,7 +338,8 @@ class Driver:
             self._see(report.job_id, report.status)
             if report.error:
                 log.warning("job %d: %s", report.job_id, report.error)
-            self._asked_answered = -1e9  # look for the next job now, not at the next poll
+            if not self._candidates:
+                self._asked_answered = -1e9  # look for the next job now, not at the next poll
         if not writers.idle_count:
             return
         now = self._monotonic()
@@ -350,8 +351,8 @@ class Driver:
         for job_id in writers.admit(self._candidates):
             if job_id in self._seen:
                 self._see(job_id, JobStatus.WRITING)
-        running = {lease.job_id for lease in writers.leases}
-        self._candidates = [j for j in self._candidates if j.id not in running]
+        taken = {lease.job_id for lease in writers.leases} | writers.gone
+        self._candidates = [j for j in self._candidates if j.id not in taken]
 
     def _watch(self) -> None:
         """Say what the run waits for when nothing has moved for a while (a long batch, or a fault)."""

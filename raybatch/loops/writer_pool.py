@@ -91,6 +91,7 @@ class WriterPool:
         self._metrics = metrics or Metrics()
         self._running: dict[Any, _Running] = {}
         self.reports: list[WriteReport] = []
+        self.gone: set[int] = set()  # jobs the last admit found no longer to be written by this pool
         self._placing = {id(w): w.__ray_ready__.remote() for w in writers} if placed_check else {}
 
     def _placed(self) -> list[Any]:
@@ -142,6 +143,7 @@ class WriterPool:
         through); their ids."""
         mine = {r.lease.job_id for r in self._running.values()}
         admitted: list[int] = []
+        self.gone = set()
         waiting = (j for j in answered if j.id not in mine)
         for job in sorted(waiting, key=lambda j: (j.priority is not URGENT, j.id)):
             if not self._placed():
@@ -151,6 +153,8 @@ class WriterPool:
                 break
             if self._admit(job, size_mb):
                 admitted.append(job.id)
+            else:
+                self.gone.add(job.id)
         self._metrics.writer_mb_in_flight(self.in_flight_mb)
         return admitted
 

@@ -27,7 +27,7 @@ from raybatch.models import (
     ProcessingMode,
     SourceKind,
 )
-from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by, in_groups
+from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by, in_groups, insert_on
 from raybatch.state.port import JobGlance, JobTotals, NewJob
 from raybatch.state.rows import job_record
 from raybatch.state.schema import documents as document_rows
@@ -80,6 +80,13 @@ def _claimable_query(
     if priority is not None:
         claimable = sa.and_(claimable, jobs.c.priority == Priority(priority).value)
     return sa.select(jobs).where(claimable).order_by(*_FIRST).limit(sa.bindparam("claim_limit"))
+
+
+@functools.lru_cache(maxsize=2)
+def _job_insert(dialect: str) -> Any:
+    """Insert jobs, skipping a dedupe key that exists; the rows made (built once per backend)."""
+    insert = insert_on(dialect, jobs).on_conflict_do_nothing(index_elements=["dedupe_key"])
+    return insert.returning(*jobs.c)
 
 
 @dataclass(frozen=True)
@@ -219,8 +226,8 @@ class JobQueries(SqlBase):
             }
             for key, spec in new
         ]
-        insert = self._insert(jobs).values(values).on_conflict_do_nothing(index_elements=["dedupe_key"])
-        return {row.dedupe_key: job_record(row) for row in conn.execute(insert.returning(*jobs.c))}
+        insert = _job_insert(self._dialect)  # one statement, its rows sent as VALUES batches
+        return {row.dedupe_key: job_record(row) for row in conn.execute(insert, values)}
 
     def set_priority(self, job_ids: Iterable[int], priority: Priority) -> list[int]:
         """Set the priority of these jobs, leases untouched; the ids changed.
@@ -306,12 +313,15 @@ class JobQueries(SqlBase):
 
     def glance_jobs(self, job_ids: Iterable[int]) -> list[JobGlance]:
         """A glance at each of these jobs that exists (no whole rows), in id order."""
-        columns = (jobs.c.id, jobs.c.status, jobs.c.priority, jobs.c.lease_expires_at)
+        columns = (jobs.c.id, jobs.c.status, jobs.c.priority, jobs.c.mode, jobs.c.lease_expires_at)
         found: list[JobGlance] = []
         with self._read() as conn:
             for group in in_groups(sorted(set(job_ids))):
                 rows = conn.execute(sa.select(*columns).where(jobs.c.id.in_(group)).order_by(jobs.c.id))
-                found += [JobGlance(i, JobStatus(s), Priority(p), held) for i, s, p, held in rows]
+                found += [
+                    JobGlance(i, JobStatus(s), Priority(p), ProcessingMode(m), held)
+                    for i, s, p, m, held in rows
+                ]
         return found
 
     def job_statuses(self, job_ids: Iterable[int]) -> dict[int, JobStatus]:

@@ -70,11 +70,12 @@ class NewJob:
 
 @dataclass(frozen=True)
 class JobGlance:
-    """A job's status, priority and the end of its lease: what a driver looks at often."""
+    """A job's status, priority, mode and the end of its lease: what the loops look at often."""
 
     id: int
     status: JobStatus
     priority: Priority
+    mode: ProcessingMode
     held_until: datetime | None
 
 

@@ -10,6 +10,7 @@ without encoding a batch twice.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -49,11 +50,17 @@ class RequestConfig:
 
     def fingerprint(self) -> str:
         """A canonical text of every field."""
-        return json.dumps(asdict(self), sort_keys=True, default=str, separators=(",", ":"))
+        return _fingerprint(self)
 
     def key(self, sha256: str, n: int) -> str:
         """The processing key of chunk ``n`` of the source ``sha256`` under this configuration."""
         return processing_key(sha256, n, self.fingerprint())
+
+
+@functools.lru_cache(maxsize=64)
+def _fingerprint(config: RequestConfig) -> str:
+    """``RequestConfig.fingerprint``, made once per configuration (a key is asked for each chunk)."""
+    return json.dumps(asdict(config), sort_keys=True, default=str, separators=(",", ":"))
 
 
 def request_config(
