@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from raybatch.models import ProcessingMode
+
 
 class CoordinatorHandle:
     """The driver's view of a Ray handle to ``runtime.CoordinatorActor``."""
@@ -16,7 +18,7 @@ class CoordinatorHandle:
     def __init__(self, actor: Any) -> None:
         self._actor = actor
 
-    def offer(self, job_id: int, chunks: Mapping[int, Any], mode: str, request_bytes: int) -> Any:
+    def offer(self, job_id: int, chunks: Mapping[int, Any], mode: ProcessingMode, request_bytes: int) -> Any:
         """Hand over a job's prepared chunks (see ``BatchCoordinator.offer``)."""
         return self._actor.offer.remote(job_id, dict(chunks), mode, request_bytes)
 

@@ -42,7 +42,7 @@ from raybatch.coordinator.recovery import Recovery, guarded
 from raybatch.coordinator.submit import Submitter
 from raybatch.coordinator.sync_calls import SYNC_BATCH, SyncCalls
 from raybatch.metrics import Metrics
-from raybatch.models import JobStatus, sync_tag
+from raybatch.models import JobStatus, ProcessingMode, sync_tag
 from raybatch.settings import ClaudeSettings, model_prices
 from raybatch.spend import SpendGate
 from raybatch.state.port import StateStore
@@ -151,12 +151,14 @@ class BatchCoordinator:
         self._delays = poll_backoff(claude.poll_interval).delays()
 
     # --- what the driver calls ------------------------------------------------------------
-    async def offer(self, job_id: int, chunks: Mapping[int, Any], mode: str, request_bytes: int) -> None:
+    async def offer(
+        self, job_id: int, chunks: Mapping[int, Any], mode: ProcessingMode, request_bytes: int
+    ) -> None:
         """Hand over a job's prepared chunks (idempotent: a second offer replaces the first)."""
         self._called()
         self._offers.add(Offer(job_id, dict(chunks), mode, request_bytes))
         self._ensure_running()
-        if mode == "sync":
+        if mode == ProcessingMode.SYNC:
             self._send_sync_now()
 
     async def forget(self, job_ids: Sequence[int]) -> None:

@@ -27,7 +27,7 @@ from raybatch.errors import (
     TransientError,
 )
 from raybatch.metrics import Metrics
-from raybatch.models import ChunkStatus, JobStatus, Priority
+from raybatch.models import ChunkStatus, JobStatus, Priority, ProcessingMode
 from raybatch.settings import ClaudeSettings
 from raybatch.spend import SpendGate
 from raybatch.state.port import StateStore
@@ -116,7 +116,7 @@ class Submitter:
         jobs = await self._io(self._state.list_jobs, [JobStatus.PREPARED])
         first = sorted(jobs, key=lambda j: (j.priority is not Priority.URGENT, j.id))
         jobs = [j for j in first if j.id in held][: self._claude.batch_size]
-        return [held[j.id] for j in jobs], {j.id for j in jobs if j.mode == "sync"}
+        return [held[j.id] for j in jobs], {j.id for j in jobs if j.mode is ProcessingMode.SYNC}
 
     def _due(self, offers: Sequence[Offer]) -> bool:
         """Submit when a batch is full, BATCH_SIZE jobs wait, the driver flushes, or the wait is long."""
