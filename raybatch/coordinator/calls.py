@@ -13,7 +13,7 @@ from raybatch.models import ProcessingMode
 
 
 class CoordinatorHandle:
-    """The driver's view of a Ray handle to ``runtime.CoordinatorActor``."""
+    """The driver's view of a Ray handle to ``raybatch.shells.runtime.CoordinatorActor``."""
 
     def __init__(self, actor: Any) -> None:
         self._actor = actor

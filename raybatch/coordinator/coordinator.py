@@ -150,7 +150,7 @@ class BatchCoordinator:
         self._last_call = monotonic()
         self._delays = poll_backoff(claude.poll_interval).delays()
 
-    # --- what the driver calls ------------------------------------------------------------
+    # What the driver calls.
     async def offer(
         self, job_id: int, chunks: Mapping[int, Any], mode: ProcessingMode, request_bytes: int
     ) -> None:
@@ -215,7 +215,6 @@ class BatchCoordinator:
     def _sync_tasks(self) -> set[asyncio.Task[None]]:
         return self._sync.tasks
 
-    # --- the loop -------------------------------------------------------------------------
     def _ensure_running(self) -> None:
         if not self._autostart:
             return
@@ -252,7 +251,6 @@ class BatchCoordinator:
             self._delays = poll_backoff(self._claude.poll_interval).delays()
         return submitted
 
-    # --- synchronous work -----------------------------------------------------------------
     def _send_sync_now(self) -> None:
         """Send synchronous work as soon as it is offered, not at the loop's next pass (which may
         be busy polling and filing a backlog's batches)."""
