@@ -26,7 +26,7 @@ from measure import source_job
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.claude.sync_client import AnthropicMessageClient
 from raybatch.cost import EXPECTED_OUTPUT_TOKENS_PER_PAGE, add_usage, cost_usd
-from raybatch.models import Usage
+from raybatch.models import ProcessingMode, Usage
 from raybatch.ocr import InMemoryPageTextCache, open_ocr
 from raybatch.ocr.cache import PageTextCache
 from raybatch.samples import write_samples
@@ -71,15 +71,16 @@ def measure(
     usage = add_usage(usages)
     expected = Usage(input_tokens=counted, output_tokens=pages * EXPECTED_OUTPUT_TOKENS_PER_PAGE)
     per = 1000 / pages
+    batch, sync = ProcessingMode.BATCH, ProcessingMode.SYNC
     return {
         "modality": modality.value,
         "pages": pages,
         "requests": len(usages),
         "input_tokens_per_page": round(usage.input_tokens / pages, 1),
         "output_tokens_per_page": round(usage.output_tokens / pages, 1),
-        "batch_usd_per_1000_pages": round(cost_usd({"batch": usage}, prices) * per, 4),
-        "sync_usd_per_1000_pages": round(cost_usd({"sync": usage}, prices) * per, 4),
-        "estimate_batch_usd_per_1000_pages": round(cost_usd({"batch": expected}, prices) * per, 4),
+        "batch_usd_per_1000_pages": round(cost_usd({batch: usage}, prices) * per, 4),
+        "sync_usd_per_1000_pages": round(cost_usd({sync: usage}, prices) * per, 4),
+        "estimate_batch_usd_per_1000_pages": round(cost_usd({batch: expected}, prices) * per, 4),
         "estimate_input_tokens_match": counted == usage.input_tokens,
     }
 

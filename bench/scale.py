@@ -67,7 +67,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-# --- the files -----------------------------------------------------------------------------------
 def write_files(folder: Path, count: int) -> list[Path]:
     """``count`` one-page PDFs with a text layer, each different (so each is its own job)."""
     folder.mkdir(parents=True)
@@ -89,7 +88,6 @@ def bench_settings(home: Path) -> Settings:
     return settings.model_copy(update={"ray_address": None})
 
 
-# --- the stages ----------------------------------------------------------------------------------
 class Counted:
     """SQL statements sent by this process and CPU time of the calling thread, while in the block."""
 
@@ -175,7 +173,7 @@ def write_only(settings: Settings) -> float:
     return time.perf_counter() - started
 
 
-# --- one driver step's database work on a large backlog -------------------------------------------
+# One driver step's database work on a large backlog.
 def synthetic_sqlite(path: Path, count: int) -> str:
     """A state DB of ``count`` jobs: a backlog of pending ones, a few in every later status."""
     url = f"sqlite:///{path}"
@@ -314,7 +312,6 @@ def tick_figures(home: Path, big: int, ticks: int) -> dict[str, Any]:
     return out
 
 
-# --- the report ----------------------------------------------------------------------------------
 def measure(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     import ray
 

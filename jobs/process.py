@@ -1,6 +1,7 @@
 """Ray job entrypoint: process every PDF or image under SOURCE on the cluster the job was submitted to.
 
     ray job submit --working-dir . -- python jobs/process.py SOURCE [--store S] [--db URL] [--mode M]
+        [--emulator] [--max-cost-usd USD]
 
 Without ANTHROPIC_API_KEY it stops at once (exit 2) unless ``--emulator`` (RAYBATCH_EMULATOR=1) asks
 for the built-in rule-based emulator.
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 import ray
 
 from raybatch.errors import ConfigError, RaybatchError
+from raybatch.flags import add_setting_flags, setting_overrides
 from raybatch.loops.driver import Progress
 from raybatch.pipeline import RunReport, run
 from raybatch.report import failures, status_summary
@@ -30,6 +32,8 @@ from raybatch.shells.runtime import limit_oom_retries
 from raybatch.state import open_state
 
 PROGRESS_EVERY = 5.0  # seconds between progress lines
+# The settings taken as flags (``--db`` sets DATABASE_URL): raybatch.flags derives the rest.
+SETTING_FLAGS = ("store", "database_url", "processing_mode", "raybatch_emulator", "max_cost_usd")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -40,13 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        settings = load_settings(
-            database_url=args.db,
-            store=args.store,
-            processing_mode=args.mode,
-            raybatch_emulator=True if args.emulator else None,
-            max_cost_usd=args.max_cost_usd,
-        )
+        settings = load_settings(**setting_overrides(args, SETTING_FLAGS))
         settings.require_claude()
         join_cluster(settings)
         report = run(
@@ -129,12 +127,8 @@ def print_summary(settings: Settings, report: RunReport) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jobs/process.py", description=__doc__.splitlines()[0])
     parser.add_argument("source", help="a folder, a file, or s3://bucket/prefix")
-    parser.add_argument("--store", help="output folder or s3://bucket/prefix (STORE)")
-    parser.add_argument("--db", help="state database URL (DATABASE_URL)")
-    parser.add_argument("--mode", choices=["batch", "sync"], help="PROCESSING_MODE for these jobs")
+    add_setting_flags(parser, SETTING_FLAGS)
     parser.add_argument("--force", action="store_true", help="new jobs even for files seen before")
-    parser.add_argument("--emulator", action="store_true", help="answer with the built-in emulator (no key)")
-    parser.add_argument("--max-cost-usd", type=float, help="MAX_COST_USD: spend cap of this run")
     parser.add_argument("--every", type=float, default=PROGRESS_EVERY, help="seconds between progress lines")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     return parser

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from raybatch.models import DocumentRecord
+from raybatch.models import DocumentRecord, Priority
 from raybatch.report import EVAL_KEYS
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def status_table(summary: Mapping[str, Any]) -> Table:
     table.add_column("normal", justify="right")
     by_priority = summary.get("by_priority", {})
     for status, count in summary["by_status"].items():
-        split = [str(by_priority.get(p, {}).get(status, 0)) for p in ("urgent", "normal")]
+        split = [str(by_priority.get(p, {}).get(status, 0)) for p in (Priority.URGENT, Priority.NORMAL)]
         table.add_row(status, str(count), *split)
     table.add_section()
     for name in ("jobs", "pages", "documents", "active_batches", "input_tokens", "output_tokens"):

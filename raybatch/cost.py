@@ -18,11 +18,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 
 from raybatch.errors import ConfigError
-from raybatch.models import ChunkRecord, Usage
+from raybatch.models import ChunkRecord, ProcessingMode, Usage
 
 PRICES_TAKEN = "2026-11-30"
 PRICES_SOURCE = "https://platform.claude.com/docs/en/about-claude/pricing"
-MODES = ("batch", "sync")
 
 
 @dataclass(frozen=True)
@@ -35,9 +34,9 @@ class ModelPrices:
     cache_read: float
     batch_discount: float = 0.5  # the Message Batches API bills half
 
-    def factor(self, mode: str) -> float:
+    def factor(self, mode: ProcessingMode) -> float:
         """What share of the list price a request sent in ``mode`` pays."""
-        return self.batch_discount if mode == "batch" else 1.0
+        return self.batch_discount if mode == ProcessingMode.BATCH else 1.0
 
 
 DEFAULT_PRICES: dict[str, ModelPrices] = {
@@ -93,7 +92,7 @@ def list_price_usd(usage: Usage, prices: ModelPrices) -> float:
     ) / 1_000_000
 
 
-def cost_usd(usage_by_mode: Mapping[str, Usage], prices: ModelPrices) -> float:
+def cost_usd(usage_by_mode: Mapping[ProcessingMode, Usage], prices: ModelPrices) -> float:
     """The cost of requests, given their tokens by the mode they were sent with; rounded once."""
     total = sum(list_price_usd(usage, prices) * prices.factor(mode) for mode, usage in usage_by_mode.items())
     return round(total, 6)
@@ -110,11 +109,11 @@ def add_usage(usages: Iterable[Usage]) -> Usage:
     )
 
 
-def usage_by_mode(chunks: Iterable[ChunkRecord]) -> dict[str, Usage]:
+def usage_by_mode(chunks: Iterable[ChunkRecord]) -> dict[ProcessingMode, Usage]:
     """Chunks' tokens by the mode each was sent with (a chunk never sent brings no tokens)."""
-    grouped: dict[str, list[Usage]] = {}
+    grouped: dict[ProcessingMode, list[Usage]] = {}
     for chunk in chunks:
-        grouped.setdefault(chunk.sent_mode or "batch", []).append(chunk.usage)
+        grouped.setdefault(chunk.sent_mode or ProcessingMode.BATCH, []).append(chunk.usage)
     return {mode: add_usage(usages) for mode, usages in grouped.items()}
 
 

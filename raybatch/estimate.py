@@ -27,7 +27,7 @@ from raybatch.claude.records import PreparedRequest
 from raybatch.claude.sync_client import AnthropicMessageClient
 from raybatch.cost import EXPECTED_OUTPUT_TOKENS_PER_PAGE, PRICES_SOURCE, PRICES_TAKEN, cost_usd
 from raybatch.loops.scheduler import PrepareScheduler, ReadyJob
-from raybatch.models import ChunkStatus, JobRecord, JobStatus, Usage
+from raybatch.models import ChunkStatus, JobRecord, JobStatus, ProcessingMode, Usage
 from raybatch.pipeline import Notice, _prepare_cap, claude_endpoint, register_source
 from raybatch.prepared import PreparedRequests, kept_requests
 from raybatch.settings import ClaudeSettings, Settings, model_prices
@@ -156,7 +156,8 @@ def _report(
     usage = Usage(input_tokens=tally.input_tokens, output_tokens=output)
     as_images = replace(usage, input_tokens=usage.input_tokens + tally.text_pages * IMAGE_TOKEN_CAP)
     modes = {j.mode for j in jobs} or {settings.processing_mode}
-    batch, sync = cost_usd({"batch": usage}, prices), cost_usd({"sync": usage}, prices)
+    batch = cost_usd({ProcessingMode.BATCH: usage}, prices)
+    sync = cost_usd({ProcessingMode.SYNC: usage}, prices)
     batches = pack(
         tally.sizes,
         max_bytes=megabytes(settings.batch_max_mb),
@@ -167,7 +168,7 @@ def _report(
         "pages": sum(j.pages or 0 for j in jobs),
         "requests": tally.requests,
         "requests_reused": reused,
-        "batches": len(batches) if "batch" in modes else 0,
+        "batches": len(batches) if ProcessingMode.BATCH in modes else 0,
         "input_tokens": usage.input_tokens,
         "input_tokens_counted": tally.counted_tokens,
         "requests_counted": tally.counted,
@@ -178,10 +179,10 @@ def _report(
         "mode": settings.processing_mode.value,
         "cost_batch_usd": batch,
         "cost_sync_usd": sync,
-        "cost_usd": batch if settings.processing_mode.value == "batch" else sync,
+        "cost_usd": batch if settings.processing_mode is ProcessingMode.BATCH else sync,
         "saving_batching_usd": round(sync - batch, 6),
-        "cost_images_batch_usd": cost_usd({"batch": as_images}, prices),
-        "saving_modality_usd": round(cost_usd({"batch": as_images}, prices) - batch, 6),
+        "cost_images_batch_usd": cost_usd({ProcessingMode.BATCH: as_images}, prices),
+        "saving_modality_usd": round(cost_usd({ProcessingMode.BATCH: as_images}, prices) - batch, 6),
         "pages_as_text": tally.text_pages,
         "prices": {**vars(prices), "taken": PRICES_TAKEN, "source": PRICES_SOURCE},
         "emulated": settings.uses_emulator,

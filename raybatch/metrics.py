@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from raybatch.cost import ModelPrices, cost_usd
-from raybatch.models import Usage
+from raybatch.models import JobStatus, Priority, ProcessingMode, Usage
 from raybatch.units import MB
 
 log = logging.getLogger(__name__)
@@ -52,12 +52,12 @@ class Metrics:
         self._inc("pages_ocr", ocr_pages)
 
     def batch_created(self, requests: int, request_bytes: int) -> None:
-        self._inc("requests_submitted", requests, {"mode": "batch"})
+        self._inc("requests_submitted", requests, {"mode": ProcessingMode.BATCH.value})
         self._inc("batches_created", 1)
         self._inc("request_megabytes", request_bytes / MB)
 
     def sync_sent(self, requests: int) -> None:
-        self._inc("requests_submitted", requests, {"mode": "sync"})
+        self._inc("requests_submitted", requests, {"mode": ProcessingMode.SYNC.value})
 
     def batch_ended(self) -> None:
         self._inc("batches_ended", 1)
@@ -68,7 +68,7 @@ class Metrics:
     def answer_unparseable(self) -> None:
         self._inc("answers_unparseable", 1)
 
-    def tokens(self, usage: Usage, *, mode: str, prices: ModelPrices) -> None:
+    def tokens(self, usage: Usage, *, mode: ProcessingMode, prices: ModelPrices) -> None:
         """One answered request's tokens, and its cost at the price of the mode it was sent with."""
         for kind in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"):
             self._inc("tokens", getattr(usage, kind), {"kind": kind.removesuffix("_tokens")})
@@ -77,11 +77,11 @@ class Metrics:
     def writer_mb_in_flight(self, megabytes: float) -> None:
         self._set("writer_mb_in_flight", megabytes)
 
-    def documents_written(self, count: int, priority: str = "normal") -> None:
-        self._inc("documents_written", count, {"priority": priority})
+    def documents_written(self, count: int, priority: Priority = Priority.NORMAL) -> None:
+        self._inc("documents_written", count, {"priority": priority.value})
 
-    def job_finished(self, status: str, priority: str = "normal") -> None:
-        self._inc("jobs_finished", 1, {"status": status, "priority": priority})
+    def job_finished(self, status: JobStatus, priority: Priority = Priority.NORMAL) -> None:
+        self._inc("jobs_finished", 1, {"status": status.value, "priority": priority.value})
 
     def workload_units(self, capacity: int, units_by_holder: dict[str, float]) -> None:
         self._set("workload_capacity", capacity)

@@ -80,6 +80,11 @@ def is_sync_tag(batch_id: str | None) -> bool:
     return batch_id is not None and (batch_id == SYNC_BATCH_ID or batch_id.startswith(f"{SYNC_BATCH_ID}:"))
 
 
+def sent_mode_of(batch_id: str | None) -> ProcessingMode:
+    """How a request whose chunk carries ``batch_id`` was sent."""
+    return ProcessingMode.SYNC if is_sync_tag(batch_id) else ProcessingMode.BATCH
+
+
 class ChunkStatus(StrEnum):
     """A chunk (one Claude request): prepared → submitted → succeeded | retry → … | failed."""
 
@@ -223,7 +228,7 @@ class ChunkRecord:
     error_message: str | None = None
     rotations: Mapping[int, int] = field(default_factory=dict)  # page → clockwise degrees found
     emulated: bool = False  # prepared for (and so answered by) the built-in emulator
-    sent_mode: str | None = None  # "batch" or "sync": how the request was last sent
+    sent_mode: ProcessingMode | None = None  # how the request was last sent
     sent_at: datetime | None = None
     estimated_cost_usd: float | None = None  # expected cost when it was sent
     reused_from: str | None = None  # the custom_id whose answer this chunk took instead of a request

@@ -19,7 +19,7 @@ from typing import Protocol
 from raybatch.claude.emulator.tokens import IMAGE_TOKEN_CAP, estimate_input_tokens
 from raybatch.claude.records import PreparedRequest
 from raybatch.cost import EXPECTED_OUTPUT_TOKENS_PER_PAGE, ModelPrices, cost_usd
-from raybatch.models import Usage
+from raybatch.models import ProcessingMode, Usage
 from raybatch.state.base import utc_now
 from raybatch.state.port import ChunkStates, Flags
 
@@ -71,7 +71,7 @@ def read_caps(state: Flags) -> SpendCaps:
     )
 
 
-def expected_cost(request: PreparedRequest, mode: str, prices: ModelPrices) -> float:
+def expected_cost(request: PreparedRequest, mode: ProcessingMode, prices: ModelPrices) -> float:
     """What one request is expected to cost: its input tokens by the documented counting rule, and
     the output a page usually brings."""
     pages = request.last_page - request.first_page + 1
@@ -161,8 +161,8 @@ def spend_status(state: SpendState, prices: ModelPrices) -> dict[str, object]:
     }
 
 
-def _mode(request: PreparedRequest, sync_jobs: set[int]) -> str:
-    return "sync" if request.job_id in sync_jobs else "batch"
+def _mode(request: PreparedRequest, sync_jobs: set[int]) -> ProcessingMode:
+    return ProcessingMode.SYNC if request.job_id in sync_jobs else ProcessingMode.BATCH
 
 
 def _text(value: float | None) -> str | None:

@@ -9,14 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from raybatch.models import ProcessingMode
+
 
 class CoordinatorHandle:
-    """The driver's view of a Ray handle to ``runtime.CoordinatorActor``."""
+    """The driver's view of a Ray handle to ``raybatch.shells.runtime.CoordinatorActor``."""
 
     def __init__(self, actor: Any) -> None:
         self._actor = actor
 
-    def offer(self, job_id: int, chunks: Mapping[int, Any], mode: str, request_bytes: int) -> Any:
+    def offer(self, job_id: int, chunks: Mapping[int, Any], mode: ProcessingMode, request_bytes: int) -> Any:
         """Hand over a job's prepared chunks (see ``BatchCoordinator.offer``)."""
         return self._actor.offer.remote(job_id, dict(chunks), mode, request_bytes)
 

@@ -42,7 +42,7 @@ from raybatch.coordinator.recovery import Recovery, guarded
 from raybatch.coordinator.submit import Submitter
 from raybatch.coordinator.sync_calls import SYNC_BATCH, SyncCalls
 from raybatch.metrics import Metrics
-from raybatch.models import JobStatus, sync_tag
+from raybatch.models import JobStatus, ProcessingMode, sync_tag
 from raybatch.settings import ClaudeSettings, model_prices
 from raybatch.spend import SpendGate
 from raybatch.state.port import StateStore
@@ -150,13 +150,15 @@ class BatchCoordinator:
         self._last_call = monotonic()
         self._delays = poll_backoff(claude.poll_interval).delays()
 
-    # --- what the driver calls ------------------------------------------------------------
-    async def offer(self, job_id: int, chunks: Mapping[int, Any], mode: str, request_bytes: int) -> None:
+    # What the driver calls.
+    async def offer(
+        self, job_id: int, chunks: Mapping[int, Any], mode: ProcessingMode, request_bytes: int
+    ) -> None:
         """Hand over a job's prepared chunks (idempotent: a second offer replaces the first)."""
         self._called()
         self._offers.add(Offer(job_id, dict(chunks), mode, request_bytes))
         self._ensure_running()
-        if mode == "sync":
+        if mode == ProcessingMode.SYNC:
             self._send_sync_now()
 
     async def forget(self, job_ids: Sequence[int]) -> None:
@@ -214,7 +216,6 @@ class BatchCoordinator:
     def _sync_tasks(self) -> set[asyncio.Task[None]]:
         return self._sync.tasks
 
-    # --- the loop -------------------------------------------------------------------------
     def _ensure_running(self) -> None:
         if not self._autostart:
             return
@@ -251,7 +252,6 @@ class BatchCoordinator:
             self._delays = poll_backoff(self._claude.poll_interval).delays()
         return submitted
 
-    # --- synchronous work -----------------------------------------------------------------
     def _send_sync_now(self) -> None:
         """Send synchronous work as soon as it is offered, not at the loop's next pass (which may
         be busy polling and filing a backlog's batches)."""

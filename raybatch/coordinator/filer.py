@@ -15,7 +15,7 @@ from raybatch.cost import ModelPrices, prices_for
 from raybatch.errors import UnparseableAnswer
 from raybatch.ids import parse_custom_id
 from raybatch.metrics import Metrics
-from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, ResultType, is_sync_tag
+from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, ResultType, sent_mode_of
 from raybatch.settings import DEFAULT_MODEL
 from raybatch.state.port import JobsWithChunks
 from raybatch.steps.parse import read_answer
@@ -107,8 +107,7 @@ class ResultFiler:
             usage=result.usage,
         )
         if filed_ok and result.usage is not None:
-            mode = "sync" if is_sync_tag(batch_id) else "batch"
-            self._metrics.tokens(result.usage, mode=mode, prices=self._prices)
+            self._metrics.tokens(result.usage, mode=sent_mode_of(batch_id), prices=self._prices)
         return int(filed_ok)
 
     def _retry(

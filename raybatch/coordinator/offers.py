@@ -12,7 +12,7 @@ from typing import Any
 from raybatch.coordinator.batch_create import Io
 from raybatch.coordinator.filer import ResultFiler
 from raybatch.errors import AuthenticationFailed, error_class
-from raybatch.models import JobStatus
+from raybatch.models import JobStatus, ProcessingMode
 from raybatch.state.port import StateStore
 
 log = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ class Offer:
 
     job_id: int
     chunks: Mapping[int, Any]
-    mode: str
+    mode: ProcessingMode
     request_bytes: int
 
 

@@ -27,7 +27,7 @@ from raybatch.errors import (
     TransientError,
 )
 from raybatch.metrics import Metrics
-from raybatch.models import ChunkStatus, JobStatus, Priority
+from raybatch.models import ChunkStatus, JobStatus, Priority, ProcessingMode
 from raybatch.settings import ClaudeSettings
 from raybatch.spend import SpendGate
 from raybatch.state.port import StateStore
@@ -113,13 +113,13 @@ class Submitter:
         held = self._offers.by_job
         if not held:
             return [], set()
-        jobs = [
-            j for j in await self._io(self._state.glance_jobs, list(held)) if j.status is JobStatus.PREPARED
-        ]
-        jobs = sorted(jobs, key=lambda j: (j.priority is not Priority.URGENT, j.id))[
-            : self._claude.batch_size
-        ]
-        return [held[j.id] for j in jobs], {j.id for j in jobs if j.mode == "sync"}
+        glanced = await self._io(self._state.glance_jobs, list(held))
+        waiting = sorted(
+            (j for j in glanced if j.status is JobStatus.PREPARED),
+            key=lambda j: (j.priority is not Priority.URGENT, j.id),
+        )
+        jobs = waiting[: self._claude.batch_size]
+        return [held[j.id] for j in jobs], {j.id for j in jobs if j.mode is ProcessingMode.SYNC}
 
     def _due(self, offers: Sequence[Offer]) -> bool:
         """Submit when a batch is full, BATCH_SIZE jobs wait, the driver flushes, or the wait is long."""

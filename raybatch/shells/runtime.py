@@ -17,6 +17,7 @@ import ray
 
 from raybatch.coordinator.coordinator import BatchCoordinator
 from raybatch.metrics import Metrics
+from raybatch.models import ProcessingMode
 from raybatch.settings import CoordinatorActorSettings, Settings, WriterSettings, secret_env_names
 from raybatch.state import open_state
 
@@ -75,7 +76,9 @@ class CoordinatorActor:
             on_idle=ray.actor.exit_actor,
         )
 
-    async def offer(self, job_id: int, chunks: dict[int, Any], mode: str, request_bytes: int) -> None:
+    async def offer(
+        self, job_id: int, chunks: dict[int, Any], mode: ProcessingMode, request_bytes: int
+    ) -> None:
         await self._coordinator.offer(job_id, chunks, mode, request_bytes)
 
     async def forget(self, job_ids: list[int]) -> None:

@@ -17,9 +17,10 @@ from raybatch.models import (
     ChunkStatus,
     JobStatus,
     Lease,
+    ProcessingMode,
     ResultType,
     Usage,
-    is_sync_tag,
+    sent_mode_of,
 )
 from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by_all, in_groups, insert_on
 from raybatch.state.port import RequestTotals
@@ -54,7 +55,7 @@ def _result_values(
         tokens = {name: getattr(usage or Usage(), name) for name in _TOKENS}
         return {
             **tokens,
-            "sent_mode": "sync" if is_sync_tag(batch_id) else "batch",
+            "sent_mode": sent_mode_of(batch_id).value,
             "status": ChunkStatus.SUCCEEDED.value,
             "answer": answer,
             "error_class": None,
@@ -258,19 +259,19 @@ class ChunkQueries(SqlBase):
 
     def request_totals(self, job_ids: Iterable[int] | None = None) -> RequestTotals:
         """Tokens by sent mode and answer origins over all chunks, or those of ``job_ids``."""
-        mode = sa.func.coalesce(chunk_rows.c.sent_mode, "batch")
+        mode = sa.func.coalesce(chunk_rows.c.sent_mode, ProcessingMode.BATCH.value)
         sums = [sa.func.coalesce(sa.func.sum(chunk_rows.c[name]), 0) for name in _TOKENS]
         emulated = sa.func.sum(sa.case((chunk_rows.c.emulated, 1), else_=0))
         reused = sa.func.sum(sa.case((chunk_rows.c.reused_from.is_not(None), 1), else_=0))
         query = sa.select(mode, sa.func.count(), emulated, reused, *sums).group_by(mode)
         groups: list[list[int] | None] = [None] if job_ids is None else list(in_groups(list(job_ids)))
-        usages: dict[str, list[Usage]] = {}
+        usages: dict[ProcessingMode, list[Usage]] = {}
         counts = [0, 0, 0]
         with self._read() as conn:
             for group in groups:
                 chosen = query if group is None else query.where(chunk_rows.c.job_id.in_(group))
                 for row in conn.execute(chosen):
-                    usages.setdefault(row[0], []).append(Usage(*(int(v) for v in row[4:])))
+                    usages.setdefault(ProcessingMode(row[0]), []).append(Usage(*(int(v) for v in row[4:])))
                     counts = [total + int(v or 0) for total, v in zip(counts, row[1:4], strict=True)]
         by_mode = {name: add_usage(items) for name, items in usages.items()}
         return RequestTotals(by_mode, *counts)
@@ -289,24 +290,26 @@ class ChunkQueries(SqlBase):
                 found |= {row.processing_key: chunk_record(row) for row in conn.execute(query)}
         return found
 
-    def record_sent(self, sent: Mapping[str, tuple[str, float]]) -> None:
+    def record_sent(self, sent: Mapping[str, tuple[ProcessingMode, float]]) -> None:
         """Chunks about to be sent: custom_id → (mode, expected cost in US dollars); stamped now."""
         now = self._now()
         with self._write() as conn:
             for cid, (mode, cost) in sent.items():
-                values = {"sent_mode": mode, "estimated_cost_usd": cost, "sent_at": now}
+                values = {"sent_mode": ProcessingMode(mode).value, "estimated_cost_usd": cost, "sent_at": now}
                 conn.execute(sa.update(chunk_rows).where(chunk_rows.c.custom_id == cid).values(values))
 
-    def spend_since(self, since: datetime) -> tuple[float, dict[str, Usage]]:
+    def spend_since(self, since: datetime) -> tuple[float, dict[ProcessingMode, Usage]]:
         """What requests sent since ``since`` commit: expected cost of those still in flight, and the
         tokens of those answered, by the mode they were sent with."""
         sent = chunk_rows.c.sent_at >= since
         flying = chunk_rows.c.status == ChunkStatus.SUBMITTED.value
         in_flight = sa.select(sa.func.coalesce(sa.func.sum(chunk_rows.c.estimated_cost_usd), 0.0))
-        mode = sa.func.coalesce(chunk_rows.c.sent_mode, "batch")
+        mode = sa.func.coalesce(chunk_rows.c.sent_mode, ProcessingMode.BATCH.value)
         sums = [sa.func.coalesce(sa.func.sum(chunk_rows.c[name]), 0) for name in _TOKENS]
         answered = sa.select(mode, *sums).where(sent, ~flying).group_by(mode)
         with self._read() as conn:
             expected = float(conn.execute(in_flight.where(sent, flying)).scalar() or 0.0)
-            usage = {row[0]: Usage(*(int(v) for v in row[1:])) for row in conn.execute(answered)}
+            usage = {
+                ProcessingMode(row[0]): Usage(*(int(v) for v in row[1:])) for row in conn.execute(answered)
+            }
         return expected, usage

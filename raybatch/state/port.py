@@ -99,7 +99,7 @@ class JobTotals:
 class RequestTotals:
     """Chunks of some jobs: tokens by the mode they were sent with, and who answered them."""
 
-    usage_by_mode: Mapping[str, Usage]
+    usage_by_mode: Mapping[ProcessingMode, Usage]
     requests: int = 0
     emulated: int = 0  # answered by the built-in emulator
     reused: int = 0  # took an answer already held instead of being sent
@@ -348,11 +348,11 @@ class ChunkStates(Protocol):
         """A succeeded chunk for each of ``keys`` that has one: answers already held, by key."""
         ...
 
-    def record_sent(self, sent: Mapping[str, tuple[str, float]]) -> None:
+    def record_sent(self, sent: Mapping[str, tuple[ProcessingMode, float]]) -> None:
         """Chunks about to be sent: custom_id → (mode, expected cost in US dollars); stamped now."""
         ...
 
-    def spend_since(self, since: datetime) -> tuple[float, dict[str, Usage]]:
+    def spend_since(self, since: datetime) -> tuple[float, dict[ProcessingMode, Usage]]:
         """Expected cost of requests sent since ``since`` still in flight, and the tokens of those
         answered by sent mode."""
         ...

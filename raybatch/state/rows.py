@@ -57,6 +57,7 @@ def chunk_values(chunk: ChunkRecord) -> dict[str, Any]:
     """The columns of a chunks row for ``chunk`` (without job_id, n and times)."""
     values = {name: getattr(chunk, name) for name in CHUNK_COLUMNS}
     values["status"] = ChunkStatus(chunk.status).value
+    values["sent_mode"] = ProcessingMode(chunk.sent_mode).value if chunk.sent_mode else None
     values["rotations"] = {str(page): degrees for page, degrees in chunk.rotations.items()}
     return values
 
@@ -65,6 +66,7 @@ def chunk_record(row: Row[Any]) -> ChunkRecord:
     """A chunks row as a ChunkRecord."""
     values = {name: getattr(row, name) for name in CHUNK_COLUMNS}
     values["status"] = ChunkStatus(row.status)
+    values["sent_mode"] = ProcessingMode(row.sent_mode) if row.sent_mode else None
     values["rotations"] = {int(page): int(deg) for page, deg in (row.rotations or {}).items()}
     values["emulated"] = bool(row.emulated)
     return ChunkRecord(job_id=row.job_id, n=row.n, **values)

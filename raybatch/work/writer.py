@@ -132,7 +132,7 @@ class ResultWriter:
         except PermanentError as exc:
             self._state.fail_job(job.id, "write", error_class(exc), str(exc), lease=lease)
             status, error, count = JobStatus.FAILED, f"{error_class(exc)}: {exc}", 0
-        self._metrics.job_finished(status.value, job.priority.value)
+        self._metrics.job_finished(status, job.priority)
         return WriteReport(
             job.id, status, job.size_bytes / MIB, started, time.time(), count, _peak_rss_mb(), error
         )
@@ -161,7 +161,7 @@ class ResultWriter:
         self._fence(lease)
         self._store.put(self._keys().documents_table_part(job.id), documents_table(records, job))
         self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0)
-        self._metrics.documents_written(len(records), job.priority.value)
+        self._metrics.documents_written(len(records), job.priority)
         return len(records)
 
     def _fence(self, lease: Lease) -> None:
