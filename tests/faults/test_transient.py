@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import bundle_texts, offer, prepared_job
+from builders import bundle_texts, offer, prepared_job, run_until, settle
 from clock import FakeClock
-from fault_support import FlakyState, assert_ledger, coordinator, run_until, settle
+from fault_support import FlakyState, assert_ledger, coordinator
 from ray.exceptions import RayTaskError
 from test_scheduler import FakeTasks, pending_job, scheduler
 
