@@ -65,11 +65,10 @@ def chunk_values(chunk: ChunkRecord) -> dict[str, Any]:
 
 def chunk_record(row: Row[Any]) -> ChunkRecord:
     """A chunks row as a ChunkRecord."""
-    values = {name: getattr(row, name) for name in CHUNK_COLUMNS}
-    values["status"] = ChunkStatus(row.status)
-    values["rotations"] = {int(page): int(deg) for page, deg in (row.rotations or {}).items()}
-    values["emulated"] = bool(row.emulated)
-    return ChunkRecord(job_id=row.job_id, n=row.n, **values)
+    rotations = {int(page): int(deg) for page, deg in (row.rotations or {}).items()}
+    return _record(
+        ChunkRecord, row, status=ChunkStatus(row.status), rotations=rotations, emulated=bool(row.emulated)
+    )
 
 
 def batch_record(row: Row[Any]) -> BatchRecord:
@@ -91,8 +90,7 @@ def document_values(document: DocumentRecord) -> dict[str, Any]:
 
 def document_record(row: Row[Any]) -> DocumentRecord:
     """A documents row as a DocumentRecord."""
-    values = {name: getattr(row, name) for name in DOCUMENT_COLUMNS}
-    return DocumentRecord(job_id=row.job_id, index=row.doc_index, **values)
+    return _record(DocumentRecord, row, index=row.doc_index)
 
 
 def error_record(row: Row[Any]) -> ErrorRecord:
