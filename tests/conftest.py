@@ -98,12 +98,18 @@ def s3_server() -> Iterator[S3Server]:
 
 
 @pytest.fixture
-def state(tmp_path: Path) -> Any:
-    """A fresh SQLite state database of the test's own (a ``SqlStateStore``)."""
+def db(tmp_path: Path) -> str:
+    """The URL of a SQLite state database in the test's own folder (created on first use)."""
+    return f"sqlite:///{tmp_path / 'state.db'}"
+
+
+@pytest.fixture
+def state(db: str) -> Any:
+    """A fresh SQLite state database of the test's own (a ``SqlStateStore``), at ``db``."""
     from raybatch.settings import StateSettings
     from raybatch.state import open_state
 
-    return open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    return open_state(StateSettings(database_url=db))
 
 
 @pytest.fixture

@@ -18,11 +18,6 @@ from raybatch.settings import Settings, StateSettings
 from raybatch.state import SqlStateStore, open_state
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'state.db'}"
-
-
 def state_of(db: str) -> SqlStateStore:
     return open_state(StateSettings(database_url=db))
 

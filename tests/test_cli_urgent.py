@@ -15,11 +15,6 @@ from raybatch.settings import StateSettings
 from raybatch.state import SqlStateStore, open_state
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'state.db'}"
-
-
 def job_in(state: SqlStateStore, path: Path, status: JobStatus) -> int:
     sha = hashlib.sha256(str(path).encode()).hexdigest()
     job, _ = state.register_job(

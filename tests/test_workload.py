@@ -8,7 +8,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -235,7 +235,7 @@ def test_a_command_held_from_the_cli_shrinks_a_run_while_it_runs(
         ]
     )
     try:
-        wait_until(lambda: len(store.live_leases()) == 2, "the CLI never took its units")
+        wait_for(lambda: len(store.live_leases()) == 2, 60, "the CLI taking its units")
         run.keep()
         assert run.prepare_cap() == 4 and run.register_cap() == 5
         go.touch()
@@ -278,8 +278,10 @@ def test_a_holder_killed_with_sigkill_frees_its_units_after_its_ttl(
         assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
         [taken] = store.live_leases()
         # Renewed while alive: still held after its first expiry.
-        wait_until(
-            lambda: store.live_leases()[0].expires_at > taken.expires_at + timedelta(seconds=1), "not renewed"
+        wait_for(
+            lambda: store.live_leases()[0].expires_at > taken.expires_at + timedelta(seconds=1),
+            60,
+            "the lease renewed",
         )
         assert store.take_units(lease_id="next", holder="next", units=1, capacity=12, ttl_seconds=60) is None
         os.kill(holder.pid, signal.SIGKILL)
@@ -288,12 +290,8 @@ def test_a_holder_killed_with_sigkill_frees_its_units_after_its_ttl(
         if holder.poll() is None:
             holder.kill()
             holder.wait()
-    wait_until(lambda: store.live_leases() == [], "the dead holder's units never came back")
+    wait_for(lambda: store.live_leases() == [], 60, "the dead holder's units coming back")
     assert store.take_units(lease_id="next", holder="next", units=12, capacity=12, ttl_seconds=60) is not None
-
-
-def wait_until(condition: Callable[[], bool], failure: str, timeout: float = 60) -> None:
-    wait_for(condition, timeout, failure)
 
 
 def test_a_cli_hold_stopped_with_sigterm_ends_its_command_and_gives_back_at_once(
@@ -303,7 +301,7 @@ def test_a_cli_hold_stopped_with_sigterm_ends_its_command_and_gives_back_at_once
     url = settings.database_url.get_secret_value()
     cli = subprocess.Popen([*RAYBATCH, "workload", "hold", "export", "4", "--db", url, "--", *never])
     try:
-        wait_until(lambda: len(store.live_leases()) == 1, "the CLI never took its units")
+        wait_for(lambda: len(store.live_leases()) == 1, 60, "the CLI taking its units")
         cli.send_signal(signal.SIGTERM)
         assert cli.wait(timeout=60) == 128 + signal.SIGTERM
     finally:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence, Set
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import anthropic
 
@@ -61,7 +61,35 @@ def make_sdk_client(
     )
 
 
-class AnthropicBatchClient:
+class SdkClientHolder:
+    """Holds an SDK client given to it, or one it makes from the settings and closes when done."""
+
+    def __init__(
+        self,
+        settings: ClaudeSettings,
+        client: anthropic.Anthropic | None,
+        *,
+        max_retries: int,
+        timeout: float,
+    ) -> None:
+        self._owns_client = client is None
+        self._client = client or make_sdk_client(settings, max_retries=max_retries, timeout=timeout)
+
+    def close(self) -> None:
+        """Close the SDK client's connections (when this object made it)."""
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class AnthropicBatchClient(SdkClientHolder):
     """Create, retrieve, list, cancel and read Message Batches."""
 
     def __init__(
@@ -72,21 +100,7 @@ class AnthropicBatchClient:
         max_retries: int = 2,
         timeout: float = 120.0,
     ) -> None:
-        self._owns_client = client is None
-        self._client = client or make_sdk_client(settings, max_retries=max_retries, timeout=timeout)
-
-    def close(self) -> None:
-        """Close the SDK client's connections (when this object made it)."""
-        if self._owns_client:
-            self._client.close()
-
-    def __enter__(self) -> AnthropicBatchClient:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+        super().__init__(settings, client, max_retries=max_retries, timeout=timeout)
 
     def create(self, requests: Sequence[PreparedRequest]) -> BatchState:
         """Create one batch; one HTTP call, never retried here (see ``create_reconciled``)."""

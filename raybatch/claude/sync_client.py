@@ -18,12 +18,11 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 import anthropic
 
-from raybatch.claude.batch_client import make_sdk_client, succeeded_result
+from raybatch.claude.batch_client import SdkClientHolder, succeeded_result
 from raybatch.claude.records import PreparedRequest, RequestResult
 from raybatch.claude.sdk_errors import api_error_type, sdk_errors
 from raybatch.errors import AttemptsExhausted, AuthenticationFailed, InvalidRequest, SpendLimitReached
@@ -49,7 +48,7 @@ class SyncOutcome:
         return bool(self.parked)
 
 
-class AnthropicMessageClient:
+class AnthropicMessageClient(SdkClientHolder):
     """Prepared requests through ``messages.create``, at most ``sync_concurrency`` at a time."""
 
     def __init__(
@@ -62,26 +61,12 @@ class AnthropicMessageClient:
         sleep: Callable[[float], None] = time.sleep,
         timeout: float = 600.0,
     ) -> None:
-        self._owns_client = client is None
         # The SDK's own retries are off: ours honour retry-after through an injectable sleep.
-        self._client = client or make_sdk_client(settings, max_retries=0, timeout=timeout)
+        super().__init__(settings, client, max_retries=0, timeout=timeout)
         self._concurrency = settings.sync_concurrency
         self._attempts = attempts
         self._backoff = backoff
         self._sleep = sleep
-
-    def close(self) -> None:
-        """Close the SDK client's connections (when this object made it)."""
-        if self._owns_client:
-            self._client.close()
-
-    def __enter__(self) -> AnthropicMessageClient:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def send(
         self, requests: Sequence[PreparedRequest], *, on_result: Callable[[RequestResult], None] | None = None

@@ -9,7 +9,7 @@ User file names are never keys; they travel as metadata values, which may be any
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from raybatch.errors import InvalidObjectKey
 
@@ -68,6 +68,11 @@ def is_listable(key: str) -> bool:
     except InvalidObjectKey:
         return False
     return True
+
+
+def listed(keys: Iterable[str], prefix: str) -> list[str]:
+    """The keys a caller could have written that start with ``prefix``, sorted: what ``list`` yields."""
+    return sorted(k for k in keys if k.startswith(prefix) and is_listable(k))
 
 
 def validate_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:

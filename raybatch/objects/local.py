@@ -18,7 +18,7 @@ from pathlib import Path
 from raybatch.errors import InvalidObjectKey, ObjectNotFound, StorageRejected, StorageUnavailable
 from raybatch.objects import files
 from raybatch.objects.keys import (
-    is_listable,
+    listed,
     validate_content_type,
     validate_key,
     validate_metadata,
@@ -140,12 +140,8 @@ class LocalObjectStore:
             relative = Path(dirpath).relative_to(self._root).as_posix()
             base = "" if relative == "." else f"{relative}/"
             dirnames[:] = [d for d in dirnames if _may_hold(f"{base}{d}/", prefix)]
-            keys.extend(
-                f"{base}{name}"
-                for name in filenames
-                if f"{base}{name}".startswith(prefix) and is_listable(f"{base}{name}")
-            )
-        return iter(sorted(keys))
+            keys.extend(f"{base}{name}" for name in filenames)
+        return iter(listed(keys, prefix))
 
     def delete(self, key: str) -> None:
         """Remove the object and its metadata; a missing object is not an error."""

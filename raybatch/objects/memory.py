@@ -17,7 +17,7 @@ from typing import Any
 from raybatch.errors import ObjectNotFound, RaybatchError
 from raybatch.objects import files
 from raybatch.objects.keys import (
-    is_listable,
+    listed,
     validate_content_type,
     validate_key,
     validate_metadata,
@@ -112,7 +112,7 @@ class MemoryObjectStore:
         validate_prefix(prefix)
         with self._lock:
             self._maybe_fail()
-            keys = sorted(k for k in self._objects if k.startswith(prefix) and is_listable(k))
+            keys = listed(self._objects, prefix)
         return iter(keys)
 
     def delete(self, key: str) -> None:

@@ -36,7 +36,7 @@ from raybatch.errors import (
 )
 from raybatch.objects import files, s3meta
 from raybatch.objects.keys import (
-    is_listable,
+    listed,
     validate_content_type,
     validate_key,
     validate_metadata,
@@ -274,7 +274,7 @@ class MinioObjectStore:
         )
         start = len(self._name(""))
         keys = (name[start:] for name in names if name and not name.endswith("/"))
-        return iter(sorted(k for k in keys if is_listable(k)))
+        return iter(listed(keys, prefix))
 
     def delete(self, key: str) -> None:
         """Remove the object and its metadata sidecars; a missing object is not an error."""

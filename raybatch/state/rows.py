@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Row
 
@@ -21,26 +21,28 @@ from raybatch.models import (
 )
 from raybatch.state.port import BatchRecord, ErrorRecord
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
+
+
+def _record(record: type[T], row: Row[Any], **converted: Any) -> T:
+    """``record`` from the row's columns named as its fields; ``converted`` gives the others."""
+    values = {spec.name: getattr(row, spec.name) for spec in fields(record) if spec.name not in converted}
+    return record(**values, **converted)
+
 
 def job_record(row: Row[Any]) -> JobRecord:
     """A jobs row as a JobRecord."""
-    return JobRecord(
-        id=row.id,
-        sha256=row.sha256,
-        source_uri=row.source_uri,
-        source_name=row.source_name,
+    return _record(
+        JobRecord,
+        row,
         kind=SourceKind(row.kind),
-        size_bytes=row.size_bytes,
         status=JobStatus(row.status),
         mode=ProcessingMode(row.mode),
         priority=Priority(row.priority),
-        pages=row.pages,
         progress=float(row.progress),
-        attempts=row.attempts,
-        error_class=row.error_class,
-        error_message=row.error_message,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
         held_until=row.lease_expires_at,
     )
 
@@ -64,26 +66,21 @@ def chunk_values(chunk: ChunkRecord) -> dict[str, Any]:
 
 def chunk_record(row: Row[Any]) -> ChunkRecord:
     """A chunks row as a ChunkRecord."""
-    values = {name: getattr(row, name) for name in CHUNK_COLUMNS}
-    values["status"] = ChunkStatus(row.status)
-    values["sent_mode"] = ProcessingMode(row.sent_mode) if row.sent_mode else None
-    values["rotations"] = {int(page): int(deg) for page, deg in (row.rotations or {}).items()}
-    values["emulated"] = bool(row.emulated)
-    return ChunkRecord(job_id=row.job_id, n=row.n, **values)
+    rotations = {int(page): int(deg) for page, deg in (row.rotations or {}).items()}
+    return _record(
+        ChunkRecord,
+        row,
+        status=ChunkStatus(row.status),
+        sent_mode=ProcessingMode(row.sent_mode) if row.sent_mode else None,
+        rotations=rotations,
+        emulated=bool(row.emulated),
+    )
 
 
 def batch_record(row: Row[Any]) -> BatchRecord:
     """A batches row as a BatchRecord."""
-    return BatchRecord(
-        id=row.id,
-        anthropic_id=row.anthropic_id,
-        status=BatchStatus(row.status),
-        request_count=row.request_count,
-        request_bytes=row.request_bytes,
-        created_at=row.created_at,
-        ended_at=row.ended_at,
-        counts=dict(row.counts) if row.counts is not None else None,
-    )
+    counts = dict(row.counts) if row.counts is not None else None
+    return _record(BatchRecord, row, status=BatchStatus(row.status), counts=counts)
 
 
 DOCUMENT_COLUMNS = _columns(DocumentRecord, "job_id", "index")  # the index is stored as doc_index
@@ -99,27 +96,14 @@ def document_values(document: DocumentRecord) -> dict[str, Any]:
 
 def document_record(row: Row[Any]) -> DocumentRecord:
     """A documents row as a DocumentRecord."""
-    values = {name: getattr(row, name) for name in DOCUMENT_COLUMNS}
-    return DocumentRecord(job_id=row.job_id, index=row.doc_index, **values)
+    return _record(DocumentRecord, row, index=row.doc_index)
 
 
 def error_record(row: Row[Any]) -> ErrorRecord:
     """An errors row as an ErrorRecord."""
-    return ErrorRecord(
-        job_id=row.job_id,
-        phase=row.phase,
-        error_class=row.error_class,
-        message=row.message,
-        created_at=row.created_at,
-    )
+    return _record(ErrorRecord, row)
 
 
 def page_text(row: Row[Any]) -> PageText:
     """A page_ocr row as PageText."""
-    return PageText(
-        page=row.page,
-        text=row.text,
-        origin=row.origin,
-        confidence=row.confidence,
-        rotation=row.rotation,
-    )
+    return _record(PageText, row)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from builders import PreparedJob, offer
+from builders import claude_settings
 from clock import FakeClock
 from pipeline_support import chunk_answers
 
@@ -17,8 +15,6 @@ from raybatch.errors import DatabaseUnavailable
 from raybatch.models import ChunkStatus, JobStatus
 from raybatch.settings import ClaudeSettings
 from raybatch.state import SqlStateStore
-
-SETTLED = (JobStatus.ANSWERED, JobStatus.FAILED)
 
 
 class FlakyState:
@@ -50,15 +46,8 @@ class FlakyState:
 
 
 def claude(emulator: EmulatorServer | str, **overrides: object) -> ClaudeSettings:
-    url = emulator if isinstance(emulator, str) else emulator.base_url
-    values = {
-        "anthropic_base_url": url,
-        "anthropic_api_key": "test-key",
-        "poll_interval": 0.05,
-        "sweep_interval": 0.05,
-        "outage_budget": 0.5,
-    }
-    return ClaudeSettings.model_validate({**values, **overrides})
+    """``claude_settings`` that also sweeps quickly and gives up on an outage after half a second."""
+    return claude_settings(emulator, **{"sweep_interval": 0.05, "outage_budget": 0.5, **overrides})
 
 
 def coordinator(
@@ -69,35 +58,6 @@ def coordinator(
     if clock is not None:
         extra["monotonic"] = clock.monotonic
     return BatchCoordinator(claude(emulator, **overrides), state, autostart=False, **extra)
-
-
-async def run_until(
-    coord: BatchCoordinator,
-    state: Any,
-    job_ids: Sequence[int],
-    *,
-    passes: int = 200,
-    tick: Callable[[], None] | None = None,
-) -> None:
-    """Step until every job is answered or failed; ``tick`` runs between passes (e.g. a clock)."""
-    for _ in range(passes):
-        with contextlib.suppress(DatabaseUnavailable):  # the coordinator's own loop logs it and goes on
-            await coord.step()
-        if all(state.get_job(j).status in SETTLED for j in job_ids):
-            await asyncio.gather(*coord._sync.tasks)
-            return
-        if tick is not None:
-            tick()
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"jobs not settled: {[(j, state.get_job(j).status.value) for j in job_ids]}")
-
-
-async def settle(coord: BatchCoordinator, state: Any, job: PreparedJob, mode: str = "batch") -> None:
-    """Offer ``job`` to ``coord``, step it until the job is answered or failed, and stop it."""
-    await offer(coord, job, mode)
-    await coord.flush()
-    await run_until(coord, state, [job.job_id])
-    await coord.stop()
 
 
 def assert_ledger(

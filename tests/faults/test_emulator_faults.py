@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from builders import bundle_texts, offer, prepared_job
+from builders import bundle_texts, offer, prepared_job, run_until
 from emulator_process import emulator_process, paid_answers
-from fault_support import assert_ledger, coordinator, run_until
+from fault_support import assert_ledger, coordinator
 from pipeline_support import chunk_answers
 
 from raybatch.state import SqlStateStore

@@ -8,8 +8,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from builders import bundle_texts, offer, prepared_job
-from fault_support import assert_ledger, claude, run_until
+from builders import bundle_texts, offer, prepared_job, run_until
+from fault_support import assert_ledger, claude
 
 from raybatch.claude.batch_client import AnthropicBatchClient, ResultStream
 from raybatch.claude.emulator import EmulatorServer

@@ -6,8 +6,8 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from builders import bundle_texts, offer, prepared_job
-from fault_support import FlakyState, assert_ledger, claude, coordinator, settle
+from builders import bundle_texts, prepared_job, send_and_stop, settle
+from fault_support import FlakyState, assert_ledger, claude, coordinator
 
 from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.emulator import EmulatorServer
@@ -23,11 +23,7 @@ async def test_preparing_a_job_again_keeps_its_chunks_in_a_live_batch(
     emulator.config.processing_seconds = 1.0
     job = prepared_job(state, bundle_texts(0), name="reprepared")
 
-    first = coordinator(emulator, state)
-    await offer(first, job)
-    await first.flush()
-    await first.step()  # the batch is created and recorded ...
-    await first.stop()
+    await send_and_stop(coordinator(emulator, state), job)  # the batch is created and recorded ...
     # ... and the driver died before the job was settled; a new driver prepares it again.
     state.transition(job.job_id, [JobStatus.SUBMITTED], JobStatus.PENDING)
     state.save_chunks(job.job_id, [c.record() for c in job.chunks.values()])
@@ -59,11 +55,7 @@ async def test_a_restart_between_create_and_record_adopts_the_batch(
     flaky = FlakyState(state)
     flaky.fail["attach_batch"] = 1
 
-    first = coordinator(emulator, flaky)
-    await offer(first, job)
-    await first.flush()
-    await first.step()  # created, not recorded: then the process dies
-    await first.stop()
+    await send_and_stop(coordinator(emulator, flaky), job)  # created, not recorded: then the process dies
     await settle(coordinator(emulator, state), state, job)
     assert emulator.app.calls["create"] == 1
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
@@ -104,11 +96,7 @@ async def test_another_databases_batch_of_the_same_custom_ids_is_never_adopted(
     ours = [c.request for c in sorted(job.chunks.values(), key=lambda c: c.request.n)]
     state.record_batch_intent([r.custom_id for r in ours], 1)  # our create's response was lost ...
 
-    neighbour = coordinator(emulator, other)  # ... and the other database made its batch
-    await offer(neighbour, theirs)
-    await neighbour.flush()
-    await neighbour.step()
-    await neighbour.stop()
+    await send_and_stop(coordinator(emulator, other), theirs)  # ... and the other database made its batch
     await settle(coordinator(emulator, state), state, job)
     foreign = {b.anthropic_id for b in other.active_batches()} | set(other.known_batch_ids())
     chunks = state.get_chunks(job.job_id)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from builders import bundle_texts, offer, prepared_job
-from fault_support import FlakyState, assert_ledger, coordinator, run_until, settle
+from builders import bundle_texts, offer, prepared_job, run_until, send_and_stop, settle
+from fault_support import FlakyState, assert_ledger, coordinator
 
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.coordinator.coordinator import SYNC_BATCH
@@ -52,11 +52,7 @@ async def test_a_batch_lost_before_its_jobs_were_settled_sends_them_again(
     emulator.config.processing_seconds = 30.0  # the batch is still running when it is given up
     job = prepared_job(state, bundle_texts(0), name="lost")
 
-    first = coordinator(emulator, state)
-    await offer(first, job)
-    await first.flush()
-    await first.step()
-    await first.stop()
+    await send_and_stop(coordinator(emulator, state), job)
     [batch] = state.active_batches()
     state.mark_batch_lost(batch.id)  # ... and the process died before settling the job
     assert state.get_job(job.job_id).status is JobStatus.SUBMITTED

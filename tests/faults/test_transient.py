@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import bundle_texts, offer, prepared_job
+from builders import bundle_texts, offer, prepared_job, run_until, settle
 from clock import FakeClock
-from fault_support import FlakyState, assert_ledger, coordinator, run_until, settle
+from driver_support import pending_job
+from fault_support import FlakyState, assert_ledger, coordinator
 from ray.exceptions import RayTaskError
-from test_scheduler import FakeTasks, pending_job, scheduler
+from test_scheduler import FakeTasks, scheduler
 
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.cli import main

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
+from raybatch.claude.emulator import EmulatorServer
+from raybatch.errors import DatabaseUnavailable
 from raybatch.ids import sha256_bytes
 from raybatch.models import ChunkStatus, JobStatus, PageText, RenderedPage, SourceKind
 from raybatch.samples import plan_corpus
-from raybatch.settings import Modality
+from raybatch.settings import ClaudeSettings, Modality
 from raybatch.state import SqlStateStore
 from raybatch.steps.build_requests import RequestConfig, build_request
 from raybatch.steps.chunk import plan_chunks
@@ -23,6 +27,8 @@ if TYPE_CHECKING:
 
 _BLANK = io.BytesIO()
 Image.new("RGB", (32, 45), "white").save(_BLANK, format="JPEG")
+
+SETTLED = (JobStatus.ANSWERED, JobStatus.FAILED)
 
 CONFIG = RequestConfig(model="claude-test", max_tokens=4096, modality=Modality.TEXT, min_confidence=0.8)
 
@@ -42,6 +48,50 @@ class PreparedJob:
 async def offer(coord: BatchCoordinator, job: PreparedJob, mode: str = "batch") -> None:
     """Offer every chunk of ``job`` to a coordinator, as the driver does."""
     await coord.offer(job.job_id, job.chunks, mode, job.request_bytes)
+
+
+def claude_settings(emulator: EmulatorServer | str, **overrides: object) -> ClaudeSettings:
+    """Claude settings pointed at ``emulator`` (or a URL), polling quickly."""
+    url = emulator if isinstance(emulator, str) else emulator.base_url
+    values = {"anthropic_base_url": url, "anthropic_api_key": "test-key", "poll_interval": 0.05}
+    return ClaudeSettings.model_validate({**values, **overrides})
+
+
+async def run_until(
+    coord: BatchCoordinator,
+    state: Any,
+    job_ids: Sequence[int],
+    *,
+    passes: int = 200,
+    tick: Callable[[], None] | None = None,
+) -> None:
+    """Step until every job is answered or failed; ``tick`` runs between passes (e.g. a clock)."""
+    for _ in range(passes):
+        with contextlib.suppress(DatabaseUnavailable):  # the coordinator's own loop logs it and goes on
+            await coord.step()
+        if all(state.get_job(j).status in SETTLED for j in job_ids):
+            await asyncio.gather(*coord._sync.tasks)
+            return
+        if tick is not None:
+            tick()
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"jobs not settled: {[(j, state.get_job(j).status.value) for j in job_ids]}")
+
+
+async def settle(coord: BatchCoordinator, state: Any, job: PreparedJob, mode: str = "batch") -> None:
+    """Offer ``job`` to ``coord``, step it until the job is answered or failed, and stop it."""
+    await offer(coord, job, mode)
+    await coord.flush()
+    await run_until(coord, state, [job.job_id])
+    await coord.stop()
+
+
+async def send_and_stop(coord: BatchCoordinator, job: PreparedJob) -> None:
+    """Offer ``job``, step once (its batch is created) and stop: a coordinator that then goes away."""
+    await offer(coord, job)
+    await coord.flush()
+    await coord.step()
+    await coord.stop()
 
 
 def bundle_texts(bundle: int = 0, seed: int = 7) -> list[str]:

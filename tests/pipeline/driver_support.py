@@ -32,15 +32,25 @@ class Ref:
     done: bool = True
 
 
-def pending_job(state: SqlStateStore, n: int, pages: int = 1, size_bytes: int = 1000) -> int:
+def pending_job(
+    state: SqlStateStore,
+    n: int,
+    pages: int = 1,
+    size_bytes: int = 1000,
+    *,
+    status: JobStatus = JobStatus.PENDING,
+    force: bool = False,
+) -> int:
+    """Job ``n``, a PDF known by its number (the same ``n`` is the same file), moved to ``status``."""
     job, _ = state.register_job(
         sha256=sha256_bytes(f"job {n}".encode()),
         source_uri=f"file:///{n}.pdf",
         source_name=f"{n}.pdf",
         kind=SourceKind.PDF,
         size_bytes=size_bytes,
+        force=force,
     )
-    state.transition(job.id, [JobStatus.PENDING], JobStatus.PENDING, pages=pages)
+    state.transition(job.id, [JobStatus.PENDING], status, pages=pages)
     return job.id
 
 

@@ -5,35 +5,18 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from builders import bundle_texts, offer, prepared_job
+from builders import bundle_texts, claude_settings, offer, prepared_job, run_until, send_and_stop, settle
 from clock import FakeClock
 
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.coordinator.coordinator import BatchCoordinator
 from raybatch.ids import marked_custom_id
 from raybatch.models import BatchStatus, ChunkStatus, JobStatus
-from raybatch.settings import ClaudeSettings
 from raybatch.state import SqlStateStore
 
 
-def claude(emulator: EmulatorServer, **overrides: object) -> ClaudeSettings:
-    values = {"anthropic_base_url": emulator.base_url, "anthropic_api_key": "test-key", "poll_interval": 0.05}
-    return ClaudeSettings.model_validate({**values, **overrides})
-
-
 def coordinator(emulator: EmulatorServer, state: SqlStateStore, **overrides: object) -> BatchCoordinator:
-    return BatchCoordinator(claude(emulator, **overrides), state, autostart=False)
-
-
-async def run_until(
-    coord: BatchCoordinator, state: SqlStateStore, job_ids: list[int], passes: int = 40
-) -> None:
-    """Step the coordinator until every job is answered or failed (or the passes run out)."""
-    for _ in range(passes):
-        await coord.step()
-        if all(state.get_job(j).status in (JobStatus.ANSWERED, JobStatus.FAILED) for j in job_ids):
-            return
-        await asyncio.sleep(0.02)
+    return BatchCoordinator(claude_settings(emulator, **overrides), state, autostart=False)
 
 
 @pytest.mark.anyio
@@ -59,11 +42,7 @@ async def test_batch_mode_answers_every_chunk_in_one_batch(
 @pytest.mark.anyio
 async def test_sync_mode_skips_batching(emulator: EmulatorServer, state: SqlStateStore) -> None:
     job = prepared_job(state, bundle_texts(0), name="urgent", mode="sync")
-    coord = coordinator(emulator, state)
-    await offer(coord, job, mode="sync")
-    await coord.flush()
-    await run_until(coord, state, [job.job_id])
-    await coord.stop()
+    await settle(coordinator(emulator, state), state, job, mode="sync")
     assert state.list_jobs()[0].status is JobStatus.ANSWERED
     assert emulator.app.calls.get("create", 0) == 0
     assert emulator.app.calls["messages"] >= 1
@@ -140,11 +119,7 @@ async def test_a_new_coordinator_reattaches_batches_in_flight(
     emulator.config.processing_seconds = 1.0
 
     job = prepared_job(state, bundle_texts(0), name="survivor")
-    first = coordinator(emulator, state)
-    await offer(first, job)
-    await first.flush()
-    await first.step()  # creates the batch, which is still processing
-    await first.stop()
+    await send_and_stop(coordinator(emulator, state), job)  # creates the batch, which is still processing
     assert [b.status for b in state.active_batches()] == [BatchStatus.IN_PROGRESS]
     second = coordinator(emulator, state)  # knows nothing but the DB
     await run_until(second, state, [job.job_id], passes=200)
@@ -159,11 +134,7 @@ async def test_a_dropped_create_response_is_adopted_not_duplicated(
 ) -> None:
     job = prepared_job(state, bundle_texts(0), name="dropped")
     emulator.faults.drop_create_responses = 1
-    coord = coordinator(emulator, state)
-    await offer(coord, job)
-    await coord.flush()
-    await run_until(coord, state, [job.job_id])
-    await coord.stop()
+    await settle(coordinator(emulator, state), state, job)
     assert state.get_job(job.job_id).status is JobStatus.ANSWERED
     assert emulator.app.calls["create"] == 1  # the lost response was found by listing, not re-created
     assert emulator.app.calls["list"] >= 1
@@ -195,7 +166,7 @@ async def test_a_spend_limit_parks_work_instead_of_failing_it(
 
     job = prepared_job(state, bundle_texts(0), name="parked", mode="sync")
     emulator.faults.spend_limit = True
-    coord = BatchCoordinator(claude(emulator), state, autostart=False, monotonic=clock.monotonic)
+    coord = BatchCoordinator(claude_settings(emulator), state, autostart=False, monotonic=clock.monotonic)
     await offer(coord, job, mode="sync")
     await coord.flush()
     await coord.step()

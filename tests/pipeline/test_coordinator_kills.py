@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 from pipeline_support import CorpusRun, chunk_answers, corpus_subset, warm_settings
-from test_run_recovery import Background, assert_written_once, batch_in_flight, describe, state_of, wait_for
+from test_run_recovery import (
+    FILES,
+    Background,
+    assert_written_once,
+    describe,
+    run_with_a_batch_in_flight,
+    state_of,
+)
+from waiting import wait_for
 
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.ids import OutputKeys
@@ -19,8 +27,6 @@ from raybatch.report import evaluate_run
 from raybatch.settings import Settings
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
-
-FILES = ["bundle_000.pdf", "bundle_002.pdf"]
 
 
 def _children(pid: int) -> list[int]:
@@ -87,11 +93,7 @@ def test_killing_a_prepare_task_and_a_writer(
 def test_killing_the_coordinators_process_while_a_batch_runs(
     corpus_run: CorpusRun, emulator: EmulatorServer, tmp_path: Path
 ) -> None:
-    emulator.config.processing_seconds = 4.0
-    truth = corpus_subset(corpus_run, FILES, tmp_path / "in")
-    settings = warm_settings(corpus_run, tmp_path / "home", emulator)
-    background = Background(settings, str(tmp_path / "in"))
-    wait_for(lambda: batch_in_flight(state_of(settings)), what="a batch in flight")
+    truth, settings, background = run_with_a_batch_in_flight(corpus_run, emulator, tmp_path)
     kill_one("ray::CoordinatorActor")
     assert background.join().ok
     assert_written_once(settings, truth, emulator)

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from clock import FakeClock
+from driver_support import pending_job
 
-from raybatch.ids import sha256_bytes
 from raybatch.loops.writer_pool import WriterPool, admissible
-from raybatch.models import JobStatus, Lease, SourceKind
+from raybatch.models import JobStatus, Lease
 from raybatch.state import SqlStateStore
 from raybatch.units import MIB
 from raybatch.work.writer import WriteReport
@@ -61,15 +61,7 @@ class Harness:
 
 
 def answered_job(state: SqlStateStore, n: int, size_mb: float) -> int:
-    job, _ = state.register_job(
-        sha256=sha256_bytes(str(n).encode()),
-        source_uri=f"file:///{n}",
-        source_name=f"{n}.pdf",
-        kind=SourceKind.PDF,
-        size_bytes=int(size_mb * MIB),
-    )
-    state.transition(job.id, [JobStatus.PENDING], JobStatus.ANSWERED, pages=1)
-    return job.id
+    return pending_job(state, n, size_bytes=int(size_mb * MIB), status=JobStatus.ANSWERED)
 
 
 def max_in_flight(log: list[tuple[str, int]], sizes: dict[int, float]) -> list[tuple[float, int]]:

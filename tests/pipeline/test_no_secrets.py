@@ -104,10 +104,8 @@ def _spy_load(*args: object) -> bytes:
     return cloudpickle.dumps(args)
 
 
-def _one_page_job(state, path: Path) -> JobRecord:  # type: ignore[no-untyped-def]
-    with pymupdf.open() as doc:
-        doc.new_page().insert_text((72, 72), "Invoice 7 from ACME")
-        data = doc.tobytes()
+def _register_pdf(state, path: Path, data: bytes) -> JobRecord:  # type: ignore[no-untyped-def]
+    """Write ``data`` to ``path`` and register it as a pending job."""
     path.write_bytes(data)
     job, _ = state.register_job(
         sha256=sha256_bytes(data),
@@ -117,6 +115,13 @@ def _one_page_job(state, path: Path) -> JobRecord:  # type: ignore[no-untyped-de
         size_bytes=len(data),
     )
     return job
+
+
+def _one_page_job(state, path: Path) -> JobRecord:  # type: ignore[no-untyped-def]
+    with pymupdf.open() as doc:
+        doc.new_page().insert_text((72, 72), "Invoice 7 from ACME")
+        data = doc.tobytes()
+    return _register_pdf(state, path, data)
 
 
 def test_a_prepare_task_cannot_read_the_api_key(
@@ -198,14 +203,7 @@ def _scanned_page_job(state, path: Path) -> JobRecord:  # type: ignore[no-untype
         page = doc.new_page()
         page.insert_image(page.rect, stream=png)
         data = doc.tobytes()
-    path.write_bytes(data)
-    job, _ = state.register_job(
-        sha256=sha256_bytes(data),
-        source_uri=path.as_uri(),
-        source_name=path.name,
-        kind=SourceKind.PDF,
-        size_bytes=len(data),
-    )
+    job = _register_pdf(state, path, data)
     state.transition(job.id, [JobStatus.PENDING], JobStatus.PENDING, pages=1)
     return job
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import ray
 from pipeline_support import CorpusRun, corpus_subset, run_settings, warm_settings
-from test_run_recovery import Background, assert_written_once, wait_for
+from test_run_recovery import Background, assert_written_once
+from waiting import wait_for
 
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.settings import Settings

@@ -21,6 +21,7 @@ import pytest
 import sqlalchemy as sa
 from needs import missing_service
 from pipeline_support import chunk_answers, run_settings
+from waiting import wait_for
 
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.ids import OutputKeys
@@ -105,13 +106,6 @@ def schema_url(postgres_url: str) -> Iterator[str]:
     admin.dispose()
 
 
-def _until(check: Any, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
 def test_a_database_restart_and_a_store_outage_mid_run_are_waited_out(
     ray_session: None, schema_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -157,7 +151,7 @@ def test_a_database_restart_and_a_store_outage_mid_run_are_waited_out(
         try:
             with caplog.at_level(logging.WARNING, logger="raybatch"):
                 runner.start()
-                _until(lambda: bool(state.list_jobs([JobStatus.SUBMITTED])), 300, "a batch in flight")
+                wait_for(lambda: bool(state.list_jobs([JobStatus.SUBMITTED])), 300, "a batch in flight")
                 state.close()
                 s3.stop()
                 postgres.stop()

@@ -77,6 +77,18 @@ def batch_in_flight(state: SqlStateStore) -> bool:
     return any(b.anthropic_id and b.status is BatchStatus.IN_PROGRESS for b in state.active_batches())
 
 
+def run_with_a_batch_in_flight(
+    corpus_run: CorpusRun, emulator: EmulatorServer, folder: Path
+) -> tuple[dict, Settings, Background]:
+    """The truth, settings and background run of ``FILES``, once a batch (of 4 s) is in flight."""
+    emulator.config.processing_seconds = 4.0
+    truth = corpus_subset(corpus_run, FILES, folder / "in")
+    settings = warm_settings(corpus_run, folder / "home", emulator)
+    background = Background(settings, str(folder / "in"))
+    wait_for(lambda: batch_in_flight(state_of(settings)), what="a batch in flight")
+    return truth, settings, background
+
+
 def assert_written_once(settings: Settings, truth: dict, emulator: EmulatorServer) -> None:
     """Objects and rows agree, the split is exact, and the API saw no batch we did not record."""
     state = state_of(settings)
@@ -104,11 +116,7 @@ def requests_sent(emulator: EmulatorServer) -> int:
 def test_killing_the_coordinator_mid_run(
     corpus_run: CorpusRun, emulator: EmulatorServer, tmp_path: Path
 ) -> None:
-    emulator.config.processing_seconds = 4.0
-    truth = corpus_subset(corpus_run, FILES, tmp_path / "in")
-    settings = warm_settings(corpus_run, tmp_path / "home", emulator)
-    background = Background(settings, str(tmp_path / "in"))
-    wait_for(lambda: batch_in_flight(state_of(settings)), what="a batch in flight")
+    truth, settings, background = run_with_a_batch_in_flight(corpus_run, emulator, tmp_path)
     ray.kill(ray.get_actor(coordinator_name(settings), namespace=settings.ray_namespace))
     report = background.join()
     assert report.ok

@@ -6,12 +6,12 @@ when it arrived, sent with synchronous calls only; the backlog completes and not
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pymupdf
 import pytest
 from pipeline_support import chunk_answers, run_settings
+from waiting import wait_for
 
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.cli import main
@@ -55,13 +55,6 @@ def backlog_is_running(state: SqlStateStore) -> bool:
     return sum(counts.values()) >= BACKLOG and started >= 1 and counts[JobStatus.PENDING] >= 3
 
 
-def wait_until(check, timeout: float = 120.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "the backlog never reached the state the test needs"
-        time.sleep(0.05)
-
-
 def test_an_urgent_bundle_jumps_a_running_backlog(
     ray_session: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -76,7 +69,7 @@ def test_an_urgent_bundle_jumps_a_running_backlog(
         backlog = threading.Thread(target=lambda: reports.update(backlog=run(settings, str(source))))
         backlog.start()
         try:
-            wait_until(lambda: backlog_is_running(state))
+            wait_for(lambda: backlog_is_running(state), what="the backlog running", interval=0.05)
             pending_then = {j.id for j in state.list_jobs([JobStatus.PENDING])}
             urgent_file = bundle(tmp_path / "urgent" / "bundle.pdf")
             reports["urgent"] = submit(settings, [str(urgent_file)], urgent=True)

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from clock import FakeClock
+from driver_support import pending_job
 
 from raybatch.errors import InvalidSource
-from raybatch.ids import custom_id, sha256_bytes
+from raybatch.ids import custom_id
 from raybatch.loops.scheduler import PrepareScheduler
 from raybatch.models import (
     CachedPage,
@@ -19,7 +20,6 @@ from raybatch.models import (
     JobStatus,
     PageText,
     ResultType,
-    SourceKind,
     Usage,
 )
 from raybatch.settings import StateSettings
@@ -66,18 +66,6 @@ class FakeTasks:
 
     def finish_all(self, scheduler: PrepareScheduler) -> None:
         self.done |= set(scheduler._in_flight)
-
-
-def pending_job(state: SqlStateStore, n: int, pages: int) -> int:
-    job, _ = state.register_job(
-        sha256=sha256_bytes(str(n).encode()),
-        source_uri=f"file:///{n}",
-        source_name=f"{n}.pdf",
-        kind=SourceKind.PDF,
-        size_bytes=1000,
-    )
-    state.transition(job.id, [JobStatus.PENDING], JobStatus.PENDING, pages=pages)
-    return job.id
 
 
 def scheduler(state: SqlStateStore, tasks: FakeTasks, cap: Any, backlog: int = 10**9) -> PrepareScheduler:
@@ -235,18 +223,14 @@ def test_answers_are_reused_exactly_when_the_key_matches(state: SqlStateStore) -
     assert len(tasks.launched) == 2
 
     # The same file as a new job (``--force``): every chunk takes the answer held, nothing is prepared.
-    forced, _ = state.register_job(
-        sha256=sha256_bytes(b"1"), source_uri="file:///1", source_name="1.pdf", kind=SourceKind.PDF,
-        size_bytes=1000, force=True,
-    )  # fmt: skip
-    state.transition(forced.id, [JobStatus.PENDING], JobStatus.PENDING, pages=16)
-    ready = _prepare_all(state, tasks, [forced.id])
-    assert len(tasks.launched) == 2 and [r.job_id for r in ready] == [forced.id]
-    copies = state.get_chunks(forced.id)
+    forced = pending_job(state, 1, pages=16, force=True)
+    ready = _prepare_all(state, tasks, [forced])
+    assert len(tasks.launched) == 2 and [r.job_id for r in ready] == [forced]
+    copies = state.get_chunks(forced)
     assert [c.reused_from for c in copies] == [f"job_{first}_batch_0", f"job_{first}_batch_1"]
     assert {c.status for c in copies} == {ChunkStatus.SUCCEEDED} and all(c.answer == "{}" for c in copies)
     assert state.request_totals().reused == 2
-    assert state.request_totals([forced.id]).usage_by_mode["batch"].input_tokens == 0  # nothing paid
+    assert state.request_totals([forced]).usage_by_mode["batch"].input_tokens == 0  # nothing paid
 
     # Another configuration (model, modality, ...) changes every key: every chunk is prepared again.
     tasks.config = "v2"

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import TypeVar
 
 import pytest
 import sqlalchemy as sa
 from clock import FakeClock
 
-from raybatch.state import SqlStateStore
+from raybatch.state import SqlStateStore, SqlWorkloadStore
+from raybatch.state.base import SqlBase
+
+S = TypeVar("S", bound=SqlBase)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -41,10 +45,20 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
+def _migrated(kind: type[S], db_url: str, clock: FakeClock) -> Iterator[S]:
+    opened = kind.from_url(db_url, now=clock)
+    opened.migrate()
+    yield opened
+    opened.close()
+
+
 @pytest.fixture
 def store(db_url: str, clock: FakeClock) -> Iterator[SqlStateStore]:
     """A migrated store on each backend."""
-    state = SqlStateStore.from_url(db_url, now=clock)
-    state.migrate()
-    yield state
-    state.close()
+    yield from _migrated(SqlStateStore, db_url, clock)
+
+
+@pytest.fixture
+def budget(db_url: str, clock: FakeClock) -> Iterator[SqlWorkloadStore]:
+    """The workload budget of a migrated database on each backend."""
+    yield from _migrated(SqlWorkloadStore, db_url, clock)

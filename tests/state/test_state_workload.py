@@ -3,7 +3,6 @@ expired leases give their units back, renewal extends, giving back is idempotent
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -13,14 +12,6 @@ from raybatch.state import SqlWorkloadStore
 
 CAPACITY = 12
 MINUTE = timedelta(seconds=60)
-
-
-@pytest.fixture
-def budget(db_url: str, clock: FakeClock) -> Iterator[SqlWorkloadStore]:
-    store = SqlWorkloadStore.from_url(db_url, now=clock)
-    store.migrate()
-    yield store
-    store.close()
 
 
 def take(store: SqlWorkloadStore, lease_id: str, units: int, ttl: float = 60, **kwargs):  # type: ignore[no-untyped-def]
