@@ -15,6 +15,8 @@ REPO = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 EXTRAS = PROJECT["optional-dependencies"]
 SOURCES = [REPO / name for name in ("raybatch", "tests", "bench", "jobs")]
+# The standard library, and the type checker's stubs of it (imported only under TYPE_CHECKING).
+STDLIB = sys.stdlib_module_names | {"_typeshed"}
 LOCAL = {p.stem for f in SOURCES for p in f.rglob("*.py")} | {p.name for f in SOURCES for p in f.rglob("*/")}
 
 
@@ -36,7 +38,7 @@ def _imports(folder: Path) -> dict[str, Path]:
                 names = [node.module]
             for name in names:
                 top = name.split(".")[0]
-                if top not in sys.stdlib_module_names and top not in LOCAL and top != "raybatch":
+                if top not in STDLIB and top not in LOCAL and top != "raybatch":
                     found.setdefault(top, path)
     return found
 
