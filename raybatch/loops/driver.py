@@ -280,10 +280,14 @@ class Driver:
             self._see(job.id, job.status)
 
     def _orphan(self, job: JobGlance) -> bool:
-        """A prepared job no driver holds any more (worth asking the database to requeue it)."""
-        if job.status is not JobStatus.PREPARED or job.id in self._offered:
-            return False
-        return job.held_until is None or job.held_until <= datetime.now(UTC)
+        """A job no driver holds any more: prepared (worth asking the database to requeue it), or
+        preparing under a lease that ran out and not queued here (a claim refused while the dead
+        holder's lease still ran is worth making again)."""
+        if job.status is JobStatus.PREPARED:
+            orphan = job.id not in self._offered
+        else:
+            orphan = job.status is JobStatus.PREPARING and job.id not in self._queued
+        return orphan and (job.held_until is None or job.held_until <= datetime.now(UTC))
 
     def _urgent_pending(self, limit: int) -> set[int]:
         """This run's urgent jobs waiting to be prepared (made urgent since the run began), asked

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -207,3 +208,23 @@ def test_rejected_credentials_end_the_run_at_once_with_the_reason(state: SqlStat
     driver = Driver(state, jobs, parts, **Pauses([], limit=50).paced())
     with pytest.raises(AuthenticationFailed, match="ANTHROPIC_API_KEY"):
         driver.run()  # without the stop, it would wait for answers until the pause limit
+
+
+class WallPauses(Pauses):
+    """Pauses that also let a little real time pass, for leases the database times by the wall clock."""
+
+    def __call__(self, seconds: float) -> None:
+        super().__call__(seconds)
+        time.sleep(0.02)
+
+
+def test_a_job_a_dead_driver_was_preparing_is_taken_once_its_lease_runs_out(state: SqlStateStore) -> None:
+    jobs = [pending_job(state, n) for n in range(2)]
+    claim = {"from_statuses": [JobStatus.PENDING], "to_status": JobStatus.PREPARING, "limit": 1}
+    state.claim_jobs(worker_id="dead-driver", lease_seconds=0.5, job_ids=[jobs[0]], **claim)  # type: ignore[arg-type]
+    live = StandInCoordinator(CoordinatorState(state))
+    parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: live)
+    # The first claim comes while the dead driver's lease still runs: refused, then taken later.
+    ended = Driver(state, jobs, parts, **WallPauses([]).paced()).run()
+
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
