@@ -89,37 +89,55 @@ def _job_insert(dialect: str) -> Any:
     return insert.returning(*jobs.c)
 
 
+@functools.lru_cache(maxsize=64)
+def _take(from_statuses: tuple[str, ...], to_status: JobStatus) -> sa.Update:
+    """Claim the listed jobs still claimable (ids, owner, expiry and now bound at execution):
+    built once per pair of statuses, so a claim costs no statement building."""
+    stamp = jobs.c.lease_expires_at.type
+    return (
+        sa.update(jobs)
+        .where(jobs.c.id.in_(sa.bindparam("claim_ids", expanding=True)), _claimable(from_statuses, to_status))
+        .values(
+            status=JobStatus(to_status).value,
+            lease_owner=sa.bindparam("claim_owner"),
+            lease_token=jobs.c.lease_token + 1,
+            lease_expires_at=sa.bindparam("claim_expires", type_=stamp),
+            attempts=jobs.c.attempts + 1,
+            updated_at=sa.bindparam("claim_at", type_=stamp),
+        )
+        .returning(*jobs.c)
+    )
+
+
 @dataclass(frozen=True)
 class _Claim:
-    """One claim_jobs call: who claims, into which status, and until when."""
+    """One claim_jobs call: who claims, from and into which statuses, and until when."""
 
     worker_id: str
+    from_statuses: tuple[str, ...]
     to_status: JobStatus
-    claimable: sa.ColumnElement[bool]
     now: datetime
     expires: datetime
+
+    @property
+    def claimable(self) -> sa.ColumnElement[bool]:
+        return _claimable(self.from_statuses, self.to_status)
 
     def take(self, conn: Connection, ids: list[int]) -> list[tuple[Lease, JobRecord]]:
         """Every one of these jobs still claimable, in one UPDATE; the others are left out.
 
         The claimable test is the UPDATE's own condition, so of two processes claiming the same
         job only one matches its row."""
-        take = (
-            sa.update(jobs)
-            .where(jobs.c.id.in_(ids), self.claimable)
-            .values(
-                status=JobStatus(self.to_status).value,
-                lease_owner=self.worker_id,
-                lease_token=jobs.c.lease_token + 1,
-                lease_expires_at=self.expires,
-                attempts=jobs.c.attempts + 1,
-                updated_at=self.now,
-            )
-            .returning(*jobs.c)
-        )
+        values = {
+            "claim_ids": ids,
+            "claim_owner": self.worker_id,
+            "claim_expires": self.expires,
+            "claim_at": self.now,
+            "claim_now": self.now,
+        }
         won = [
             (Lease(row.id, self.worker_id, row.lease_token, self.expires, row.attempts), job_record(row))
-            for row in conn.execute(take, {"claim_now": self.now})
+            for row in conn.execute(_take(self.from_statuses, self.to_status), values)
         ]
         return _first(won)
 
@@ -420,7 +438,7 @@ class JobQueries(SqlBase):
             now = self._now()
             statuses = _statuses(from_statuses)
             expires = now + timedelta(seconds=lease_seconds)
-            claim = _Claim(worker_id, to_status, _claimable(tuple(statuses), to_status), now, expires)
+            claim = _Claim(worker_id, tuple(statuses), to_status, now, expires)
             for group in groups:
                 if len(won) >= limit:
                     break
