@@ -140,23 +140,37 @@ class WriterPool:
     def admit(self, answered: Sequence[JobRecord]) -> list[int]:
         """Admit jobs (urgent first, then in id order) while a writer is idle and the budget allows:
         answered ones, and ones a dead driver was writing (their expired lease lets the claim
-        through); their ids."""
-        mine = {r.lease.job_id for r in self._running.values()}
-        admitted: list[int] = []
+        through); their ids. The jobs chosen are claimed in one statement; those another driver
+        took meanwhile go to ``gone`` and the next ones are chosen in their place."""
         self.gone = set()
-        waiting = (j for j in answered if j.id not in mine)
-        for job in sorted(waiting, key=lambda j: (j.priority is not URGENT, j.id)):
-            if not self._placed():
+        admitted: list[int] = []
+        while chosen := self._choose(answered):
+            leases = self._claim([job.id for job, _ in chosen])
+            started = [job.id for job, mb in chosen if job.id in leases and self._start(leases[job.id], mb)]
+            admitted += started
+            lost = {job.id for job, _ in chosen} - set(started)
+            if not lost:
                 break
-            size_mb = job.size_bytes / MIB
-            if not admissible(self.in_flight_mb, size_mb, self._budget_mb, len(self._running)):
-                break
-            if self._admit(job, size_mb):
-                admitted.append(job.id)
-            else:
-                self.gone.add(job.id)
+            self.gone |= lost
         self._metrics.writer_mb_in_flight(self.in_flight_mb)
         return admitted
+
+    def _choose(self, answered: Sequence[JobRecord]) -> list[tuple[JobRecord, float]]:
+        """The jobs (with their MB) the idle writers may take now, in order, within the budget."""
+        skip = {r.lease.job_id for r in self._running.values()} | self.gone
+        chosen: list[tuple[JobRecord, float]] = []
+        free, in_flight_mb, running = len(self._placed()), self.in_flight_mb, len(self._running)
+        for job in sorted(answered, key=lambda j: (j.priority is not URGENT, j.id)):
+            if len(chosen) >= free:
+                break
+            if job.id in skip:
+                continue
+            size_mb = job.size_bytes / MIB
+            if not admissible(in_flight_mb, size_mb, self._budget_mb, running):
+                break
+            chosen.append((job, size_mb))
+            in_flight_mb, running = in_flight_mb + size_mb, running + 1
+        return chosen
 
     def drain(self, timeout: float = 60.0) -> list[WriteReport]:
         """Wait for the writes still running (their jobs have ended) and collect their reports."""
@@ -164,21 +178,23 @@ class WriterPool:
             self._wait(list(self._running), num_returns=len(self._running), timeout=timeout)
         return self.collect()
 
-    def _admit(self, job: JobRecord, size_mb: float) -> bool:
+    def _claim(self, job_ids: list[int]) -> dict[int, Lease]:
+        """Claim these jobs for writing, in one statement; the leases of those won."""
         leases = self._state.claim_jobs(
             worker_id=self._worker_id,
             from_statuses=[JobStatus.ANSWERED],
             to_status=JobStatus.WRITING,
             lease_seconds=self._lease_seconds,
-            limit=1,
-            job_ids=[job.id],
+            limit=len(job_ids),
+            job_ids=job_ids,
         )
-        if not leases:
-            return False
-        lease = leases[0]
+        return {lease.job_id: lease for lease in leases}
+
+    def _start(self, lease: Lease, size_mb: float) -> bool:
+        """Hand a claimed job to an idle writer; a job past its tries fails instead."""
         if lease.attempt > self._max_attempts:
             reason = f"writing failed {lease.attempt - 1} times"
-            self._state.fail_job(job.id, "write", "AttemptsExhausted", reason, lease=lease)
+            self._state.fail_job(lease.job_id, "write", "AttemptsExhausted", reason, lease=lease)
             return False
         writer = self._idle.pop(self._idle.index(self._placed()[0]))
         self._running[writer.write.remote(lease)] = _Running(writer, lease, size_mb, self._monotonic())

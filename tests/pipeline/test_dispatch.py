@@ -107,6 +107,39 @@ def test_an_oversize_job_waits_until_nothing_runs(state: SqlStateStore) -> None:
     assert harness.log == [("start", small), ("end", small), ("start", big)]
 
 
+class CountingClaims:
+    """The state store, counting the claims made through it."""
+
+    def __init__(self, state: SqlStateStore) -> None:
+        self._state = state
+        self.claims: list[list[int]] = []
+
+    def claim_jobs(self, **kwargs: Any) -> list[Lease]:
+        self.claims.append(sorted(kwargs["job_ids"]))
+        return self._state.claim_jobs(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._state, name)
+
+
+def test_idle_writers_are_filled_in_one_claim_and_a_job_taken_elsewhere_is_replaced(
+    state: SqlStateStore,
+) -> None:
+    ids = [answered_job(state, n, 1) for n in range(5)]
+    listed = state.list_jobs([JobStatus.ANSWERED])
+    other = {"worker_id": "another driver", "lease_seconds": 60, "limit": 1, "job_ids": [ids[1]]}
+    assert state.claim_jobs(from_statuses=[JobStatus.ANSWERED], to_status=JobStatus.WRITING, **other)
+    harness = Harness(state, writers=3, budget_mb=20)
+    counting = CountingClaims(state)
+    harness.pool._state = counting  # type: ignore[assignment]
+
+    admitted = harness.pool.admit(listed)  # read before the other driver took ids[1]
+
+    assert admitted == [ids[0], ids[2], ids[3]]  # the lost job's writer took the next one at once
+    assert counting.claims == [ids[:3], [ids[3]]]  # one claim for all idle writers, one to replace
+    assert harness.pool.gone == {ids[1]}
+
+
 @pytest.mark.parametrize(
     ("in_flight", "size", "running", "expected"),
     [(0, 500, 0, True), (10, 5, 1, True), (10, 11, 1, False), (0, 21, 0, True), (19, 1, 3, True)],
