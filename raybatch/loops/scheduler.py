@@ -64,7 +64,8 @@ class PrepareTasks(Protocol):
         ...
 
     def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
-        """A task preparing one chunk: refs to (ChunkSummary, PreparedChunk)."""
+        """A task preparing one chunk from ``source`` (what ``load`` returned), or reading the
+        source itself when it is None (a job's only chunk): refs to (ChunkSummary, PreparedChunk)."""
         ...
 
     def processing_key(self, job: JobRecord, n: int) -> str:
@@ -228,7 +229,7 @@ class PrepareScheduler:
     def _launch_one(self, prep: JobInPrep, plan: ChunkPlan) -> None:
         stored = self._tasks.stored(prep.job, plan)  # kept by an earlier ``estimate``
         if stored is None:
-            if prep.source is None:
+            if prep.source is None and len(prep.waiting) > 1:  # read once for the job's chunks
                 prep.source = self._tasks.load(prep.job)
             stored = self._tasks.prepare(prep.job, plan, prep.source)
         else:

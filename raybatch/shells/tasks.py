@@ -63,12 +63,17 @@ class RayInspector:
         return task.remote(self._store, self._max_page_pixels, source)
 
 
-@ray.remote(max_retries=2)
-def load_source(store: StoreSettings, uri: str, sha256: str) -> bytes:
-    """Read a source's bytes into the object store, once per job, checked against its sha256
-    (S3 sources need the store's keys); an outage of the store is waited out within its budget."""
+def _read(store: StoreSettings, uri: str, sha256: str) -> bytes:
+    """A source's bytes, checked against its sha256 (S3 sources need the store's keys); an
+    outage of the store is waited out within its budget."""
     patience = Patience("object store", StorageUnavailable, store.store_outage_budget)
     return patience.call(lambda: read_source(uri, store, sha256=sha256))
+
+
+@ray.remote(max_retries=2)
+def load_source(store: StoreSettings, uri: str, sha256: str) -> bytes:
+    """Read a source's bytes into the object store, once for the chunks of a job."""
+    return _read(store, uri, sha256)
 
 
 @ray.remote(max_retries=2, retry_exceptions=False)
@@ -76,10 +81,13 @@ def prepare_chunk(
     settings: PrepareTaskSettings,
     job: JobRecord,
     plan: ChunkPlan,
-    data: bytes,
+    data: bytes | StoreSettings,
     known: tuple[CachedPage, ...],
 ) -> tuple[ChunkSummary, PreparedChunk]:
-    """Render, read and package one chunk; ``known`` OCR reads are reused, new ones come back."""
+    """Render, read and package one chunk; ``known`` OCR reads are reused, new ones come back.
+    Given the store's settings instead of the bytes (a job's only chunk), it reads the source."""
+    if isinstance(data, StoreSettings):
+        data = _read(data, job.source_uri, job.sha256)
     cache = CarriedPageTexts(known)
     chunk = _preparer(settings).prepare(job, plan, data, cache=cache)
     return chunk.summary(cache.added), chunk
@@ -120,6 +128,8 @@ class RayPrepareTasks:
         return task.remote(self._store, job.source_uri, job.sha256)
 
     def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
+        """A task preparing one chunk from the loaded ``source``, or, when it is None, reading
+        the source itself (one task for a job of one chunk, not two)."""
         options = {
             "name": f"prepare job_{job.id} chunk_{plan.n}",
             "memory": memory_estimate(job.size_bytes, len(plan.pages)),
@@ -127,6 +137,7 @@ class RayPrepareTasks:
             "num_returns": 2,
         }
         known = tuple(self._cache.cached_page_texts(job.sha256, plan.pages)) if self._cache else ()
-        refs: Any = prepare_chunk.options(**options).remote(self._settings, job, plan, source, known)
+        data: Any = self._store if source is None else source
+        refs: Any = prepare_chunk.options(**options).remote(self._settings, job, plan, data, known)
         summary, payload = refs  # num_returns=2: one ref each
         return summary, payload

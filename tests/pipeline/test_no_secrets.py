@@ -99,6 +99,12 @@ def _spy_prepare(*args: object) -> tuple[bytes, str]:
     return cloudpickle.dumps(args[:3] + args[4:]), type(args[0]).__name__
 
 
+@ray.remote(num_returns=2)
+def _spy_prepare_whole(*args: object) -> tuple[bytes, str]:
+    """As ``_spy_prepare``, with every argument (for a task given no source bytes)."""
+    return cloudpickle.dumps(args), type(args[0]).__name__
+
+
 @ray.remote
 def _spy_load(*args: object) -> bytes:
     return cloudpickle.dumps(args)
@@ -151,6 +157,11 @@ def test_a_prepare_task_cannot_read_the_api_key(
     loaded = ray.get(source)
     assert API_KEY.encode() not in loaded and DB_PASSWORD.encode() not in loaded
     assert STORE_SECRET.encode() in loaded  # reading an S3 source needs the store's keys
+    # A job's only chunk: its task reads the source itself, with the store's keys and no more.
+    monkeypatch.setattr(tasks, "prepare_chunk", _spy_prepare_whole)
+    reading, _ = ray.get(list(prepare_tasks.prepare(job, ChunkPlan(0, 1, 1), None)))
+    assert API_KEY.encode() not in reading and DB_PASSWORD.encode() not in reading
+    assert STORE_SECRET.encode() in reading
 
     monkeypatch.undo()  # the real tasks prepare the chunk with no more than that
     text_layers_only = settings.model_copy(update={"ocr_engine": OcrEngineName.NONE})
