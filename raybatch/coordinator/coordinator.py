@@ -23,6 +23,7 @@ sweep (``recovery``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -46,6 +47,7 @@ from raybatch.models import JobStatus, ProcessingMode, sync_tag
 from raybatch.settings import ClaudeSettings, model_prices
 from raybatch.spend import SpendGate
 from raybatch.state.port import StateStore
+from raybatch.steps.pack import megabytes
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -146,6 +148,7 @@ class BatchCoordinator:
             monotonic=monotonic,
         )
         self._loop_task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()  # an offer or a flush made a batch due: the next pass is now
         self._sync_passes: set[asyncio.Task[None]] = set()
         self._last_call = monotonic()
         self._delays = poll_backoff(claude.poll_interval).delays()
@@ -160,6 +163,8 @@ class BatchCoordinator:
         self._ensure_running()
         if mode == ProcessingMode.SYNC:
             self._send_sync_now()
+        elif self._offers.batch_due(self._claude.batch_size, megabytes(self._claude.batch_max_mb)):
+            self._wake.set()
 
     async def forget(self, job_ids: Sequence[int]) -> None:
         """Drop payloads of jobs that no longer need them (answered, failed, canceled)."""
@@ -171,6 +176,8 @@ class BatchCoordinator:
         self._called()
         self._offers.flush = flush
         self._ensure_running()
+        if flush and self._offers.unsent:
+            self._wake.set()
 
     async def snapshot(self) -> CoordinatorSnapshot:
         """The backlog and what is in flight; also restarts the loop after an actor restart."""
@@ -224,6 +231,7 @@ class BatchCoordinator:
 
     async def _run(self) -> None:
         while True:
+            self._wake.clear()  # what wakes the loop during this pass makes the next one start at once
             try:
                 busy = await self.step()
             except asyncio.CancelledError:
@@ -236,7 +244,12 @@ class BatchCoordinator:
                 await guarded("retiring", self._io(self._state.retire, self.id))
                 self._on_idle()
                 return
-            await asyncio.sleep(0.2 if busy else next(self._delays))
+            await self._pause(0.2 if busy else next(self._delays))
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait ``seconds`` before the next pass, or less if a batch became due meanwhile."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), seconds)
 
     async def step(self) -> bool:
         """One pass: the lead sweeps when due; then submit, and the lead polls, unless paused. True

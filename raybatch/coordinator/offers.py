@@ -5,7 +5,7 @@ key). Settling and failing jobs lives here, since both let go of a job's payload
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,7 @@ class Offers:
         self._park_seconds = park_seconds
         self._monotonic = monotonic
         self.by_job: dict[int, Offer] = {}
+        self.unsent: dict[int, int] = {}  # request bytes of the offers not known to be sent yet
         self.first_at: float | None = None  # when the oldest offer not yet in a batch came
         self.flush = False  # the driver says no more work is coming soon
         self.parked_until = 0.0
@@ -54,6 +55,7 @@ class Offers:
     def add(self, offer: Offer) -> None:
         """Hold ``offer`` (a second offer of a job replaces the first)."""
         self.by_job[offer.job_id] = offer
+        self.unsent[offer.job_id] = offer.request_bytes
         if self.first_at is None:
             self.first_at = self._monotonic()
 
@@ -61,6 +63,16 @@ class Offers:
         """Let go of the payloads of ``job_ids``."""
         for job_id in job_ids:
             self.by_job.pop(job_id, None)
+            self.unsent.pop(job_id, None)
+
+    def sent(self, job_ids: Iterable[int]) -> None:
+        """These jobs are sent (or no longer wait to be): they no longer make a batch due."""
+        for job_id in job_ids:
+            self.unsent.pop(job_id, None)
+
+    def batch_due(self, batch_size: int, max_bytes: int) -> bool:
+        """Whether what waits may fill a batch now (the submit phase checks with the database)."""
+        return self.flush or len(self.unsent) >= batch_size or sum(self.unsent.values()) >= max_bytes
 
     def pending_bytes(self, waiting: set[int]) -> int:
         """The request bytes of the offers among ``waiting`` (the jobs still to be sent)."""
@@ -82,7 +94,7 @@ class Offers:
         for job_id in sorted(job_ids):
             outcome = await self._io(self._filer.settle, job_id)
             if outcome in (JobStatus.ANSWERED, JobStatus.FAILED):
-                self.by_job.pop(job_id, None)
+                self.forget([job_id])
 
     async def fail_jobs(self, job_ids: set[int], exc: BaseException) -> None:
         """Fail ``job_ids`` with ``exc``; a rejected key also stops all sending."""
@@ -92,4 +104,4 @@ class Offers:
             exc = AuthenticationFailed(self.stopped)
         for job_id in sorted(job_ids):
             await self._io(self._state.fail_job, job_id, "claude", error_class(exc), str(exc))
-            self.by_job.pop(job_id, None)
+            self.forget([job_id])

@@ -104,6 +104,7 @@ class Submitter:
             await self._submit_batches(batch)
         if batch or not self._offers.by_job:  # a synchronous send does not restart a batch's wait
             self._offers.first_at = self._monotonic() if self._offers.by_job else None
+        self._offers.sent(o.job_id for o in offers)
         return {o.job_id for o in offers}
 
     async def _ready_offers(self) -> tuple[list[Offer], set[int]]:
@@ -118,6 +119,7 @@ class Submitter:
             (j for j in glanced if j.status is JobStatus.PREPARED),
             key=lambda j: (j.priority is not Priority.URGENT, j.id),
         )
+        self._offers.sent(j.id for j in glanced if j.status is not JobStatus.PREPARED)  # sent before
         jobs = waiting[: self._claude.batch_size]
         return [held[j.id] for j in jobs], {j.id for j in jobs if j.mode is ProcessingMode.SYNC}
 
@@ -151,7 +153,7 @@ class Submitter:
                 ]
             except Exception as exc:  # KeyError, or Ray's OwnerDiedError / ObjectLostError
                 log.warning("job %d: prepared payloads unavailable (%s); prepared again", offer.job_id, exc)
-                self._offers.by_job.pop(offer.job_id, None)
+                self._offers.forget([offer.job_id])
                 await self._io(self._state.transition, offer.job_id, [JobStatus.PREPARED], JobStatus.PENDING)
                 continue
             requests.extend(p.request if hasattr(p, "request") else p for p in resolved)
