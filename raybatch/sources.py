@@ -91,7 +91,7 @@ def iter_sources(
         return _kept([_local_file(path)], on_skip)
     if not path.is_dir():
         raise ConfigError(f"source {source!r} is neither a folder, a file nor an s3:// prefix")
-    return _kept((_folder_file(path, p) for p in _walk(path)), on_skip)
+    return _kept(_folder_files(path), on_skip)
 
 
 def _kept(files: Iterable[SourceFile], on_skip: Callable[[str], None]) -> Iterator[SourceFile]:
@@ -102,22 +102,28 @@ def _kept(files: Iterable[SourceFile], on_skip: Callable[[str], None]) -> Iterat
             on_skip(file.name)
 
 
-def _walk(folder: Path) -> Iterator[Path]:
+def _folder_files(root: Path) -> Iterator[SourceFile]:
+    base = root.resolve()
+    return (_folder_file(base, root, entry) for entry in _walk(root))
+
+
+def _walk(folder: Path | str) -> Iterator[os.DirEntry[str]]:
     """Files under ``folder`` in path order (as ``sorted(rglob)`` would give), hidden ones left out,
     one directory in memory at a time. Linked folders are not entered (as rglob does not); linked
-    files are checked by _folder_file."""
-    entries = sorted(folder.iterdir(), key=lambda p: p.name + ("/" if _is_folder(p) else ""))
+    files are checked by _folder_file. ``scandir`` keeps each entry's type: one call a folder."""
+    with os.scandir(folder) as listing:
+        entries = sorted(listing, key=lambda e: e.name + ("/" if _is_folder(e) else ""))
     for entry in entries:
         if entry.name.startswith("."):
             continue
         if _is_folder(entry):
-            yield from _walk(entry)
+            yield from _walk(entry.path)
         elif entry.is_file():
             yield entry
 
 
-def _is_folder(path: Path) -> bool:
-    return path.is_dir() and not path.is_symlink()
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    return entry.is_dir(follow_symlinks=False)
 
 
 def read_source(uri: str, settings: StoreSettings, *, sha256: str | None = None) -> bytes:
@@ -172,15 +178,17 @@ def _local_file(path: Path) -> SourceFile:
     return SourceFile(uri=resolved.as_uri(), name=path.name, size=resolved.stat().st_size)
 
 
-def _folder_file(root: Path, path: Path) -> SourceFile:
-    """A file found in a folder; a link is replaced by its target only when that stays inside."""
-    base = root.resolve()
-    target = path.resolve()
+def _folder_file(base: Path, root: Path, entry: os.DirEntry[str]) -> SourceFile:
+    """A file found in a folder (``base`` is the folder resolved); a link is replaced by its target
+    only when that stays inside."""
+    own = base / Path(entry.path).relative_to(root)  # no linked folder on the way (not entered)
+    if not entry.is_symlink():
+        return SourceFile(uri=own.as_uri(), name=entry.name, size=entry.stat(follow_symlinks=False).st_size)
+    target = own.resolve()
     if target.is_relative_to(base) and target.is_file():
-        return SourceFile(uri=target.as_uri(), name=path.name, size=target.stat().st_size)
+        return SourceFile(uri=target.as_uri(), name=entry.name, size=target.stat().st_size)
     # A link leading out keeps its own path: reading it refuses the link (see _read_local).
-    own = base / path.relative_to(root)
-    return SourceFile(uri=own.as_uri(), name=path.name, size=own.lstat().st_size)
+    return SourceFile(uri=own.as_uri(), name=entry.name, size=own.lstat().st_size)
 
 
 def _s3_files(source: str, settings: StoreSettings, page_size: int) -> Iterator[SourceFile]:
