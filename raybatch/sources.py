@@ -20,13 +20,15 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlparse
 
 from raybatch.errors import ConfigError, InvalidSource, SourceProblem
 from raybatch.ids import sha256_bytes
-from raybatch.objects.minio import MinioObjectStore
 from raybatch.settings import StoreSettings
+
+if TYPE_CHECKING:
+    from raybatch.objects.minio import MinioObjectStore
 
 SOURCE_SUFFIXES = frozenset({".pdf", ".jpg", ".jpeg", ".png", ".tif", ".tiff"})
 
@@ -225,6 +227,8 @@ def list_pages(
 
 
 def _source_store(bucket: str, settings: StoreSettings) -> MinioObjectStore:
+    from raybatch.objects.minio import MinioObjectStore  # only S3 sources need the SDK
+
     return MinioObjectStore(
         bucket,
         endpoint=settings.minio_endpoint or "s3.amazonaws.com",

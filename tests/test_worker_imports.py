@@ -1,0 +1,33 @@
+"""What a Ray worker of raybatch loads: only what its work needs (each worker pays every import)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+UNUSED = ("pymupdf.layout", "pymupdf4llm", "onnxruntime", "minio")  # layout analysis, an S3 SDK
+
+
+def _loaded_after(code: str) -> dict[str, object]:
+    probe = f"{code}\nimport json, sys\nprint(json.dumps({{m: sys.modules.get(m) is not None for m in {UNUSED!r}}}))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def test_writers_and_prepare_tasks_leave_out_layout_analysis_and_the_s3_sdk() -> None:
+    loaded = _loaded_after("import raybatch.shells.writers, raybatch.shells.tasks, raybatch.work.prepare")
+    assert not any(loaded.values()), loaded
+
+
+def test_pymupdf_still_reads_text_after_raybatch_left_its_layout_out() -> None:
+    code = (
+        "import raybatch, pymupdf\n"
+        "doc = pymupdf.open(); page = doc.new_page(); page.insert_text((72, 72), 'Invoice 7')\n"
+        "assert pymupdf.open('pdf', doc.tobytes())[0].get_text().strip() == 'Invoice 7'"
+    )
+    assert not _loaded_after(code)["pymupdf.layout"]
+
+
+def test_an_s3_store_loads_the_sdk_when_asked_for() -> None:
+    assert _loaded_after("from raybatch.objects import MinioObjectStore")["minio"]
