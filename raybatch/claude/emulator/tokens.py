@@ -16,7 +16,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-_HEADER_BYTES = 64 * 1024  # enough of an encoded image to find its size
+_HEADER_BYTES = (1024, 64 * 1024)  # enough of an encoded image to find its size: most need 1 KB
 IMAGE_TOKEN_CAP = 1600  # what an image drawn at a 1568 px long edge costs, about
 
 
@@ -54,7 +54,7 @@ def image_size(source: Mapping[str, Any]) -> tuple[int, int] | None:
     if source.get("type") != "base64" or not isinstance(source.get("data"), str):
         return None
     data: str = source["data"]
-    for text in (data[: _HEADER_BYTES // 3 * 4], data):
+    for text in (*(data[: size // 3 * 4] for size in _HEADER_BYTES), data):
         try:
             with Image.open(io.BytesIO(base64.b64decode(text))) as image:
                 return image.size
