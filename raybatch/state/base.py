@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -123,15 +124,25 @@ def held_by(lease: Lease) -> sa.ColumnElement[bool]:
     )
 
 
-def held_by_all(leases: Sequence[Lease]) -> sa.ColumnElement[bool]:
-    """The jobs rows these leases still hold, in one condition (``held_by`` of each)."""
+@functools.lru_cache(maxsize=1)
+def held_by_all() -> sa.ColumnElement[bool]:
+    """The jobs rows a list of leases still hold (``held_by`` of each), in one condition built
+    once: bind ``held_values(leases)`` at execution."""
     return sa.and_(
-        jobs.c.id.in_([lease.job_id for lease in leases]),  # lets every backend find them by key
+        jobs.c.id.in_(sa.bindparam("held_ids", expanding=True)),  # lets every backend find them by key
         sa.tuple_(jobs.c.id, jobs.c.lease_token, jobs.c.lease_owner).in_(
-            [(lease.job_id, lease.token, lease.worker_id) for lease in leases]
+            sa.bindparam("held_leases", expanding=True)
         ),
         jobs.c.lease_expires_at.is_not(None),
     )
+
+
+def held_values(leases: Sequence[Lease]) -> dict[str, Any]:
+    """The values ``held_by_all`` is executed with."""
+    return {
+        "held_ids": [lease.job_id for lease in leases],
+        "held_leases": [(lease.job_id, lease.token, lease.worker_id) for lease in leases],
+    }
 
 
 def clip(message: str) -> str:

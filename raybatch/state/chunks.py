@@ -22,7 +22,7 @@ from raybatch.models import (
     Usage,
     sent_mode_of,
 )
-from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by_all, in_groups, insert_on
+from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by_all, held_values, in_groups, insert_on
 from raybatch.state.port import RequestTotals
 from raybatch.state.rows import CHUNK_COLUMNS, chunk_record, chunk_values
 from raybatch.state.schema import batches as batch_rows
@@ -89,6 +89,14 @@ def _chunk_upsert(dialect: str) -> Any:
     )
 
 
+@functools.lru_cache(maxsize=1)
+def _finish_prepared() -> sa.Update:
+    """Move held jobs to prepared, releasing their leases (built once; see ``held_values``)."""
+    done = {**RELEASED_LEASE, "status": JobStatus.PREPARED.value, "attempts": 0}
+    stamp = sa.bindparam("finished_at", type_=job_rows.c.updated_at.type)
+    return sa.update(job_rows).where(held_by_all()).values({**done, "updated_at": stamp}).returning(job_rows.c.id)
+
+
 class ChunkQueries(SqlBase):
     """The chunks part of ``SqlStateStore``."""
 
@@ -114,11 +122,9 @@ class ChunkQueries(SqlBase):
         with self._write() as conn:
             if chunks:
                 self._upsert_chunks(conn, chunks)
-            done: dict[str, Any] = {**RELEASED_LEASE, "status": JobStatus.PREPARED.value, "attempts": 0}
-            done["updated_at"] = self._now()
+            now = self._now()
             for group in in_groups(list(finished)):
-                finish = sa.update(job_rows).where(held_by_all(group)).values(done).returning(job_rows.c.id)
-                moved = set(conn.scalars(finish))
+                moved = set(conn.scalars(_finish_prepared(), {**held_values(group), "finished_at": now}))
                 held += [lease for lease in group if lease.job_id in moved]
         return held
 
