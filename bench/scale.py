@@ -275,7 +275,7 @@ def _driver_steps(state: SqlStateStore, ids: list[int], window: int, writers: in
     held: list[Any] = []
     cursor = 0
     while True:
-        state.get_jobs(ids[cursor : cursor + SWEEP_SIZE])
+        state.glance_jobs(ids[cursor : cursor + SWEEP_SIZE])  # the sweep, as the driver does it
         cursor = (cursor + SWEEP_SIZE) % len(ids)
         room = window - len(held)
         wanted = [next(queue) for _ in range(room)]

@@ -94,7 +94,12 @@ def _finish_prepared() -> sa.Update:
     """Move held jobs to prepared, releasing their leases (built once; see ``held_values``)."""
     done = {**RELEASED_LEASE, "status": JobStatus.PREPARED.value, "attempts": 0}
     stamp = sa.bindparam("finished_at", type_=job_rows.c.updated_at.type)
-    return sa.update(job_rows).where(held_by_all()).values({**done, "updated_at": stamp}).returning(job_rows.c.id)
+    return (
+        sa.update(job_rows)
+        .where(held_by_all())
+        .values({**done, "updated_at": stamp})
+        .returning(job_rows.c.id)
+    )
 
 
 class ChunkQueries(SqlBase):

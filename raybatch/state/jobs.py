@@ -29,7 +29,7 @@ from raybatch.models import (
 )
 from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by, in_groups, insert_on
 from raybatch.state.port import JobGlance, JobTotals, NewJob
-from raybatch.state.rows import job_record
+from raybatch.state.rows import MODE, PRIORITY, STATUS, job_record
 from raybatch.state.schema import documents as document_rows
 from raybatch.state.schema import errors, jobs
 
@@ -336,10 +336,7 @@ class JobQueries(SqlBase):
         with self._read() as conn:
             for group in in_groups(sorted(set(job_ids))):
                 rows = conn.execute(sa.select(*columns).where(jobs.c.id.in_(group)).order_by(jobs.c.id))
-                found += [
-                    JobGlance(i, JobStatus(s), Priority(p), ProcessingMode(m), held)
-                    for i, s, p, m, held in rows
-                ]
+                found += [JobGlance(i, STATUS(s), PRIORITY(p), MODE(m), held) for i, s, p, m, held in rows]
         return found
 
     def job_statuses(self, job_ids: Iterable[int]) -> dict[int, JobStatus]:
