@@ -10,7 +10,8 @@ UNUSED = ("pymupdf.layout", "pymupdf4llm", "onnxruntime", "minio")  # layout ana
 
 
 def _loaded_after(code: str) -> dict[str, object]:
-    probe = f"{code}\nimport json, sys\nprint(json.dumps({{m: sys.modules.get(m) is not None for m in {UNUSED!r}}}))"
+    loaded = f"{{m: sys.modules.get(m) is not None for m in {UNUSED!r}}}"  # None: left out
+    probe = f"{code}\nimport json, sys\nprint(json.dumps({loaded}))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     return json.loads(out.splitlines()[-1])
 
