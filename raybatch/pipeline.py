@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import ray
 from pydantic import SecretStr
@@ -230,8 +231,9 @@ def _drive(
     state = _patient_state(settings)
     run_id = uuid.uuid4().hex[:8]
     worker_id = f"driver-{run_id}"
-    # Actors start in the background: the first files register and prepare meanwhile.
-    handles = start_writers(settings, run_id)
+    # The coordinator starts in the background while the first files register and prepare; the
+    # writers once the first job is prepared (their start would take CPU the first chunks need).
+    handles: list[Any] = []
     scheduler = PrepareScheduler(
         state,
         RayPrepareTasks(settings, cache=state, kept=kept_requests(settings, state)),
@@ -243,7 +245,7 @@ def _drive(
         timeout=settings.prepare_timeout,
     )
     writers = WriterPool(
-        handles,
+        [],
         state,
         budget_mb=settings.max_concurrent_mb,
         worker_id=worker_id,
@@ -252,6 +254,11 @@ def _drive(
         timeout=settings.write_timeout,
         placed_check=True,
     )
+
+    def start() -> None:
+        handles.extend(start_writers(settings, run_id))
+        writers.grow(handles)
+
     parts = DriverParts(
         scheduler,
         writers,
@@ -260,6 +267,7 @@ def _drive(
         ready=_ready,
         wait=_wait_any,
         intake=intake,
+        start_writers=start,
     )
     window = _claim_window(prepare_cap)
     try:

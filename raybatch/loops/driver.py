@@ -110,6 +110,9 @@ class DriverParts:
     # Block until one of the refs is done or the timeout passed (ray.wait with num_returns=1).
     wait: Callable[[list[Any], float], None] = field(default=_no_wait)
     intake: JobIntake | None = None
+    # Starts the writers: called once the first job is prepared (or nothing is left to prepare), so
+    # that their start does not take the CPU the first preparations need.
+    start_writers: Callable[[], None] = field(default=lambda: None)
 
 
 class Driver:
@@ -158,6 +161,7 @@ class Driver:
         self._parked_why: str | None = None
         self._swept = self._asked_urgent = -1e9
         self._flushing: bool | None = None
+        self._writers_started = False
         self._last_move: Any = None
         self.add(state.get_jobs(job_ids))
 
@@ -244,6 +248,7 @@ class Driver:
         backlog = self._snapshot.pending_bytes if self._snapshot else 0
         for ready in self._parts.scheduler.tick(backlog):
             self._offer(ready)
+        self._start_writers()
         self._write()
         self._flush()
         self._forget()
@@ -358,6 +363,16 @@ class Driver:
         taken = {lease.job_id for lease in writers.leases} | writers.gone
         self._candidates = [j for j in self._candidates if j.id not in taken]
 
+    def _start_writers(self) -> None:
+        """Once a job is prepared, or no preparation is coming (e.g. every job is answered already)."""
+        if not self._writers_started and (self._offered or self._preparing_nothing()):
+            self._writers_started = True
+            self._parts.start_writers()
+
+    def _preparing_nothing(self) -> bool:
+        intake = self._parts.intake
+        return self._parts.scheduler.idle and not self._queue and (intake is None or intake.finished)
+
     def _watch(self) -> None:
         """Say what the run waits for when nothing has moved for a while (a long batch, or a fault)."""
         moved = (tuple(sorted(self._counts.items())), self._parts.scheduler.pages_prepared)
@@ -385,8 +400,7 @@ class Driver:
 
     def _flush(self) -> None:
         """Tell the coordinator when no more work is coming soon (sent on change, and now and then)."""
-        intake = self._parts.intake
-        idle = self._parts.scheduler.idle and not self._queue and (intake is None or intake.finished)
+        idle = self._preparing_nothing()
         if idle != self._flushing or self._monotonic() - self._sent_flush >= FLUSH_SECONDS:
             self._flushing, self._sent_flush = idle, self._monotonic()
             self._send(self._coordinator.flush, idle)

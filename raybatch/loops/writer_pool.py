@@ -76,7 +76,7 @@ class WriterPool:
         monotonic: Callable[[], float] = time.monotonic,
         placed_check: bool = False,
     ) -> None:
-        self._idle = list(writers)
+        self._idle: list[Any] = []
         self._timeout = timeout  # WRITE_TIMEOUT: seconds one write may take
         self._kill = kill or _restart_writer
         self._probe = probe or _ready_call
@@ -92,7 +92,15 @@ class WriterPool:
         self._running: dict[Any, _Running] = {}
         self.reports: list[WriteReport] = []
         self.gone: set[int] = set()  # jobs the last admit found no longer to be written by this pool
-        self._placing = {id(w): w.__ray_ready__.remote() for w in writers} if placed_check else {}
+        self._placed_check = placed_check
+        self._placing: dict[int, Any] = {}
+        self.grow(writers)
+
+    def grow(self, writers: Sequence[Any]) -> None:
+        """Writers that join the pool (started later than the pool)."""
+        self._idle += [w for w in writers if w not in self._idle]
+        if self._placed_check:
+            self._placing |= {id(w): w.__ray_ready__.remote() for w in writers}
 
     def _placed(self) -> list[Any]:
         """The idle writers Ray has placed (a call to one still waiting for room would wait too)."""

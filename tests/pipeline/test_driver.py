@@ -228,3 +228,30 @@ def test_a_job_a_dead_driver_was_preparing_is_taken_once_its_lease_runs_out(stat
     ended = Driver(state, jobs, parts, **WallPauses([]).paced()).run()
 
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
+
+
+@pytest.mark.parametrize("work", ["to prepare", "already answered"])
+def test_writers_start_once_a_job_is_prepared_or_when_nothing_is_to_be_prepared(
+    state: SqlStateStore, work: str
+) -> None:
+    status = JobStatus.PENDING if work == "to prepare" else JobStatus.ANSWERED
+    jobs = [pending_job(state, n, status=status) for n in range(2)]
+    log: list[tuple[str, int]] = []
+    tasks = StandInTasks(hold=True)
+    parts = driver_parts(state, tasks, [], lambda: StandInCoordinator(CoordinatorState(state)))
+    started: list[int] = []
+
+    def start() -> None:  # what the pipeline does: start the writer actors, then hand them over
+        started.append(len(tasks.launched))
+        parts.writers.grow([StandInWriter(state, log)])
+
+    def wait(refs: list[Any], timeout: float) -> None:  # each wake-up: the prepare tasks end
+        for ref in tasks.refs:
+            ref.done = True
+
+    parts.start_writers, parts.wait = start, wait
+    ended = Driver(state, jobs, parts, **Pauses([]).paced()).run()
+
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
+    # Preparing: the writers start after the first tasks were launched (and ended), not before them.
+    assert started == ([2] if work == "to prepare" else [0])
