@@ -100,7 +100,9 @@ def test_writer_demand_adds_a_writer_node_that_goes_away_when_idle(
     writer_nodes = {n.node_id for n in nodes if "result_mb" in n.resources_total}
     assert len(writer_nodes) == 1, "no writer node was added"
     writers = [a for a in list_actors(address=url, detail=True) if a.class_name == "WriterActor"]
-    assert writers and {a.node_id for a in writers} == writer_nodes  # the writers ran on the new node
+    # The writers placed ran on the new node (one the run no longer needed may never have been placed).
+    placed = {a.node_id for a in writers if a.node_id}
+    assert placed == writer_nodes, [(a.node_id, a.state) for a in writers]
     _wait_until_dead(url, writer_nodes.pop(), timeout=90)
 
 
