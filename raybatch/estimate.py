@@ -36,7 +36,7 @@ from raybatch.shells.tasks import RayPrepareTasks
 from raybatch.state.port import ChunkStates, JobStates, StateStore
 from raybatch.steps.chunk import plan_chunks
 from raybatch.steps.pack import megabytes, pack
-from raybatch.work.prepare import PreparedChunk
+from raybatch.work.prepared_chunk import PreparedChunk
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from raybatch.objects.port import ObjectStore
 from raybatch.outage import patient_store
 from raybatch.settings import Settings, StoreSettings
 from raybatch.state.port import Flags
-from raybatch.work.prepare import PreparedChunk
+from raybatch.work.prepared_chunk import PreparedChunk
 
 
 class PreparedRequests:

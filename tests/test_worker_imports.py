@@ -9,8 +9,8 @@ import sys
 UNUSED = ("pymupdf.layout", "pymupdf4llm", "onnxruntime", "minio")  # layout analysis, an S3 SDK
 
 
-def _loaded_after(code: str) -> dict[str, object]:
-    loaded = f"{{m: sys.modules.get(m) is not None for m in {UNUSED!r}}}"  # None: left out
+def _loaded_after(code: str, modules: tuple[str, ...] = UNUSED) -> dict[str, object]:
+    loaded = f"{{m: sys.modules.get(m) is not None for m in {modules!r}}}"  # None: left out
     probe = f"{code}\nimport json, sys\nprint(json.dumps({loaded}))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     return json.loads(out.splitlines()[-1])
@@ -19,6 +19,20 @@ def _loaded_after(code: str) -> dict[str, object]:
 def test_writers_and_prepare_tasks_leave_out_layout_analysis_and_the_s3_sdk() -> None:
     loaded = _loaded_after("import raybatch.shells.writers, raybatch.shells.tasks, raybatch.work.prepare")
     assert not any(loaded.values()), loaded
+
+
+def test_the_coordinator_reads_prepared_chunks_without_a_pdf_renderer() -> None:
+    code = (
+        "import pickle, raybatch.shells.runtime\n"
+        "from raybatch.claude.records import PreparedRequest\n"
+        "from raybatch.work.prepared_chunk import PreparedChunk\n"
+        "request = PreparedRequest('job_1_batch_0', 1, 0, 1, 8, 'key', {'messages': []}, 10)\n"
+        "pickle.loads(pickle.dumps(PreparedChunk(request, {1: 0})))"
+    )
+    assert _loaded_after(code, ("pymupdf", "raybatch.work.prepare")) == {
+        "pymupdf": False,
+        "raybatch.work.prepare": False,
+    }
 
 
 def test_pymupdf_still_reads_text_after_raybatch_left_its_layout_out() -> None:

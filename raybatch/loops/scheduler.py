@@ -23,7 +23,7 @@ from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Leas
 from raybatch.reuse import outstanding_of
 from raybatch.state.port import JobsWithChunks, PageTexts
 from raybatch.steps.chunk import ChunkPlan
-from raybatch.work.prepare import ChunkSummary
+from raybatch.work.prepared_chunk import ChunkSummary
 
 log = logging.getLogger(__name__)
 

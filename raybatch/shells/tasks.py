@@ -21,7 +21,8 @@ from raybatch.reuse import settings_config
 from raybatch.settings import OcrEngineName, PrepareTaskSettings, Settings, StoreSettings
 from raybatch.sources import SourceFile, read_source
 from raybatch.steps.chunk import ChunkPlan
-from raybatch.work.prepare import ChunkPreparer, ChunkSummary, PreparedChunk, memory_estimate
+from raybatch.work.prepare import ChunkPreparer, memory_estimate
+from raybatch.work.prepared_chunk import ChunkSummary, PreparedChunk
 
 
 def _preparer(settings: PrepareTaskSettings) -> ChunkPreparer:

@@ -11,7 +11,7 @@ from raybatch.ids import OutputKeys
 from raybatch.objects import LocalObjectStore
 from raybatch.objects.keys import validate_key
 from raybatch.prepared import PreparedRequests
-from raybatch.work.prepare import PreparedChunk
+from raybatch.work.prepared_chunk import PreparedChunk
 
 FIRST, SECOND = OutputKeys("0" * 32), OutputKeys("f" * 32)
 

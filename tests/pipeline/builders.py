@@ -20,7 +20,7 @@ from raybatch.settings import ClaudeSettings, Modality
 from raybatch.state import SqlStateStore
 from raybatch.steps.build_requests import RequestConfig, build_request
 from raybatch.steps.chunk import plan_chunks
-from raybatch.work.prepare import PreparedChunk
+from raybatch.work.prepared_chunk import PreparedChunk
 
 if TYPE_CHECKING:
     from raybatch.coordinator.coordinator import BatchCoordinator

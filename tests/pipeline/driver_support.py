@@ -20,7 +20,7 @@ from raybatch.loops.writer_pool import WriterPool
 from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease, SourceKind
 from raybatch.state import SqlStateStore
 from raybatch.steps.chunk import ChunkPlan
-from raybatch.work.prepare import ChunkSummary
+from raybatch.work.prepared_chunk import ChunkSummary
 from raybatch.work.writer import WriteReport
 
 

@@ -30,7 +30,7 @@ from raybatch.settings import OcrEngineName, PrepareTaskSettings, StateSettings
 from raybatch.shells import tasks
 from raybatch.state import open_state
 from raybatch.steps.chunk import ChunkPlan
-from raybatch.work.prepare import ChunkSummary
+from raybatch.work.prepared_chunk import ChunkSummary
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

@@ -25,7 +25,7 @@ from raybatch.models import (
 from raybatch.settings import StateSettings
 from raybatch.state import SqlStateStore, open_state
 from raybatch.steps.chunk import ChunkPlan
-from raybatch.work.prepare import ChunkSummary
+from raybatch.work.prepared_chunk import ChunkSummary
 
 REQUEST_BYTES = 1_000_000
 
