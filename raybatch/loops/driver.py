@@ -244,11 +244,11 @@ class Driver:
             self.add(self._parts.intake.take())
         self._sweep_some()
         self._claim()
+        self._start_writers()
         self._refresh_snapshot()
         backlog = self._snapshot.pending_bytes if self._snapshot else 0
         for ready in self._parts.scheduler.tick(backlog):
             self._offer(ready)
-        self._start_writers()
         self._write()
         self._flush()
         self._forget()
@@ -364,8 +364,9 @@ class Driver:
         self._candidates = [j for j in self._candidates if j.id not in taken]
 
     def _start_writers(self) -> None:
-        """Once a job is prepared, or no preparation is coming (e.g. every job is answered already)."""
-        if not self._writers_started and (self._offered or self._preparing_nothing()):
+        """Once a job is prepared, or no preparation is coming (e.g. every job is answered already);
+        at once for urgent work, whose time to documents counts more than the first chunk's."""
+        if not self._writers_started and (self._offered or self._urgent or self._preparing_nothing()):
             self._writers_started = True
             self._parts.start_writers()
 

@@ -18,7 +18,7 @@ from driver_support import (
 from ray.exceptions import ActorDiedError, RayActorError
 
 from raybatch.loops.driver import Driver
-from raybatch.models import JobStatus
+from raybatch.models import JobStatus, Priority
 from raybatch.state import SqlStateStore
 
 
@@ -230,12 +230,14 @@ def test_a_job_a_dead_driver_was_preparing_is_taken_once_its_lease_runs_out(stat
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
 
 
-@pytest.mark.parametrize("work", ["to prepare", "already answered"])
+@pytest.mark.parametrize("work", ["to prepare", "already answered", "urgent"])
 def test_writers_start_once_a_job_is_prepared_or_when_nothing_is_to_be_prepared(
     state: SqlStateStore, work: str
 ) -> None:
-    status = JobStatus.PENDING if work == "to prepare" else JobStatus.ANSWERED
+    status = JobStatus.ANSWERED if work == "already answered" else JobStatus.PENDING
     jobs = [pending_job(state, n, status=status) for n in range(2)]
+    if work == "urgent":
+        state.set_priority(jobs, Priority.URGENT)
     log: list[tuple[str, int]] = []
     tasks = StandInTasks(hold=True)
     parts = driver_parts(state, tasks, [], lambda: StandInCoordinator(CoordinatorState(state)))
@@ -253,5 +255,6 @@ def test_writers_start_once_a_job_is_prepared_or_when_nothing_is_to_be_prepared(
     ended = Driver(state, jobs, parts, **Pauses([]).paced()).run()
 
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
-    # Preparing: the writers start after the first tasks were launched (and ended), not before them.
+    # Preparing: the writers start after the first tasks were launched (and ended), not before them;
+    # urgent work and work with nothing to prepare start them at once.
     assert started == ([2] if work == "to prepare" else [0])
