@@ -256,8 +256,9 @@ def _drive(
     )
 
     def start() -> None:
-        handles.extend(start_writers(settings, run_id))
-        writers.grow(handles)
+        started = start_writers(settings, run_id)
+        handles.extend(started)  # killed when the run ends
+        writers.grow(started)
 
     parts = DriverParts(
         scheduler,

@@ -98,7 +98,7 @@ class WriterPool:
 
     def grow(self, writers: Sequence[Any]) -> None:
         """Writers that join the pool (started later than the pool)."""
-        self._idle += [w for w in writers if w not in self._idle]
+        self._idle += writers
         if self._placed_check:
             self._placing |= {id(w): w.__ray_ready__.remote() for w in writers}
 
