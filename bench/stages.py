@@ -144,15 +144,21 @@ class Phases:
 
 
 class WriterMemory:
-    """Samples the summed RSS of the writer actor processes on this machine while a run goes on."""
+    """Samples the summed RSS of the writer actor processes on this machine while a run goes on.
 
-    def __init__(self, every: float = 0.05) -> None:
-        self._every = every
+    Cheap, so that it does not slow the run it measures: the writers are looked for among this
+    process's descendants once every ``find_every`` seconds, and only their memory is read between.
+    """
+
+    def __init__(self, every: float = 0.05, find_every: float = 0.5) -> None:
+        self._every, self._find_every = every, find_every
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="writer-memory", daemon=True)
         self.peak_mb = 0.0
         self.idle_mb = 0.0  # the most seen before the first write began: the writers' own cost
         self._wrote = False
+        self._writers: list[psutil.Process] = []
+        self._found = -1e9
 
     def __enter__(self) -> WriterMemory:
         self._thread.start()
@@ -164,25 +170,35 @@ class WriterMemory:
 
     def _loop(self) -> None:
         while not self._stop.wait(self._every):
-            total, writing = _writers_rss_mb()
+            if time.monotonic() - self._found >= self._find_every:
+                self._found, self._writers = time.monotonic(), _writer_processes()
+            total, writing = _writers_rss_mb(self._writers)
             self._wrote = self._wrote or writing
             if not self._wrote:
                 self.idle_mb = max(self.idle_mb, total)
             self.peak_mb = max(self.peak_mb, total)
 
 
-def _writers_rss_mb() -> tuple[float, bool]:
-    """Summed RSS of our writer processes, and whether one of them is writing now.
-
-    Only this process's descendants count (the local Ray it started): other Rays may run here too.
-    """
-    total, writing = 0, False
+def _writer_processes() -> list[psutil.Process]:
+    """Our writer processes: only this process's descendants count (the local Ray it started);
+    other Rays may run here too."""
+    found = []
     for proc in psutil.Process().children(recursive=True):
         try:
-            title = (proc.cmdline() or [""])[0]
-            if title.startswith(WRITER_TITLE):
-                total += proc.memory_info().rss
-                writing = writing or title.startswith(f"{WRITER_TITLE}.write")
+            if (proc.cmdline() or [""])[0].startswith(WRITER_TITLE):
+                found.append(proc)
+        except psutil.Error:
+            continue  # ended while we looked
+    return found
+
+
+def _writers_rss_mb(writers: list[psutil.Process]) -> tuple[float, bool]:
+    """Summed RSS of these writer processes, and whether one of them is writing now."""
+    total, writing = 0, False
+    for proc in writers:
+        try:
+            total += proc.memory_info().rss
+            writing = writing or (proc.cmdline() or [""])[0].startswith(f"{WRITER_TITLE}.write")
         except psutil.Error:
             continue  # ended while we looked
     return total / MIB, writing

@@ -46,3 +46,19 @@ def test_pymupdf_still_reads_text_after_raybatch_left_its_layout_out() -> None:
 
 def test_an_s3_store_loads_the_sdk_when_asked_for() -> None:
     assert _loaded_after("from raybatch.objects import MinioObjectStore")["minio"]
+
+
+def test_processes_opening_a_database_at_head_leave_out_alembic_and_pyarrow_dataset(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Every writer, the coordinator and the driver open the state store: the migration tool (with
+    Mako and Pygments behind it) loads only when the schema must move; writers never read datasets."""
+    url = f"sqlite:///{tmp_path}/state.db"
+    opened = "import raybatch.settings as s, raybatch.state\n"
+    opened += f"raybatch.state.open_state(s.StateSettings(database_url={url!r}))"
+    subprocess.run([sys.executable, "-c", opened], check=True)  # made, at head
+    code = f"import raybatch.shells.writers, raybatch.shells.runtime\n{opened}"
+    assert _loaded_after(code, ("alembic", "mako", "pygments", "pyarrow.dataset")) == {
+        "alembic": False,
+        "mako": False,
+        "pygments": False,
+        "pyarrow.dataset": False,
+    }

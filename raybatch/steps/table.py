@@ -3,7 +3,7 @@
 Pure: records in, Parquet bytes out. The pipeline writes each job's file to
 ``raybatch.ids.OutputKeys.documents_table_part(job_id)``, so a rerun replaces the job's rows instead
 of adding to them; readers concatenate the files. The folders are hive-style (``job_id=N``): a dataset reader
-needs ``HIVE_PARTITIONING``, since inferring the partition as int32 clashes with the int64 column.
+needs ``hive_partitioning()``, since inferring the partition as int32 clashes with the int64 column.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeAlias
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from raybatch.models import DOCUMENT_FIELDS, DocumentRecord, JobRecord, field_values
@@ -49,7 +48,14 @@ SCHEMA = pa.schema(
     ]
 )
 
-HIVE_PARTITIONING = ds.partitioning(pa.schema([pa.field("job_id", pa.int64())]), flavor="hive")
+
+def hive_partitioning() -> Any:
+    """The partitioning of the per-job folders, for ``pyarrow.dataset`` readers (imported here: the
+    writers, which only write, never load it)."""
+    import pyarrow.dataset as ds
+
+    return ds.partitioning(pa.schema([pa.field("job_id", pa.int64())]), flavor="hive")
+
 
 TableSource: TypeAlias = str | Path | bytes | pa.Buffer | BinaryIO
 

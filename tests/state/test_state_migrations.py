@@ -14,7 +14,7 @@ from state_helpers import register
 from raybatch.models import Priority
 from raybatch.settings import StateSettings
 from raybatch.state import SqlStateStore, StateStore, open_state
-from raybatch.state.migrate import MIGRATIONS, head_revision
+from raybatch.state.migrate import HEAD, MIGRATIONS, head_revision
 from raybatch.state.schema import metadata
 
 TABLES = {
@@ -84,6 +84,26 @@ def test_the_store_pickles_by_url_and_clock(store: SqlStateStore, clock: FakeClo
     assert copy.get_job(job.id) == job
     assert register(copy, 2)[0].created_at == clock()
     copy.close()
+
+
+def test_head_names_the_newest_script() -> None:
+    """``open_state`` skips Alembic when the database is at ``HEAD``: a new script must move it."""
+    assert head_revision() == HEAD
+
+
+def test_a_database_behind_head_is_upgraded_by_open_state(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        from alembic import command
+
+        from raybatch.state.migrate import alembic_config
+
+        command.upgrade(alembic_config(conn), "0005")
+    engine.dispose()
+    store = open_state(StateSettings(database_url=url))
+    assert store.schema_revision() == HEAD
+    store.close()
 
 
 def test_migration_scripts_are_in_the_package() -> None:

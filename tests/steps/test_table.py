@@ -11,7 +11,7 @@ import pytest
 
 from raybatch.ids import OutputKeys
 from raybatch.models import DocumentRecord, JobRecord, JobStatus, SourceKind
-from raybatch.steps.table import HIVE_PARTITIONING, SCHEMA, documents_table, read_documents_table
+from raybatch.steps.table import SCHEMA, documents_table, hive_partitioning, read_documents_table
 
 KEYS = OutputKeys("ab" * 16)
 
@@ -130,5 +130,5 @@ def test_the_folder_reads_as_a_hive_dataset(tmp_path: Path) -> None:
     _write(tmp_path, 1, 2)
     _write(tmp_path, 22, 1)
     root = tmp_path / KEYS.documents_table
-    table = ds.dataset(root, format="parquet", partitioning=HIVE_PARTITIONING).to_table()
+    table = ds.dataset(root, format="parquet", partitioning=hive_partitioning()).to_table()
     assert sorted(table["job_id"].to_pylist()) == [1, 1, 22]
