@@ -7,9 +7,22 @@ error when the call is made or when its ref is read.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from raybatch.models import ProcessingMode
+
+
+class Offerable(Protocol):
+    """A prepared job as the driver holds it (``raybatch.loops.scheduler.ReadyJob``)."""
+
+    @property
+    def job_id(self) -> int: ...
+    @property
+    def mode(self) -> ProcessingMode: ...
+    @property
+    def payloads(self) -> Mapping[int, Any]: ...
+    @property
+    def request_bytes(self) -> int: ...
 
 
 class CoordinatorHandle:
@@ -18,9 +31,11 @@ class CoordinatorHandle:
     def __init__(self, actor: Any) -> None:
         self._actor = actor
 
-    def offer(self, job_id: int, chunks: Mapping[int, Any], mode: ProcessingMode, request_bytes: int) -> Any:
-        """Hand over a job's prepared chunks (see ``BatchCoordinator.offer``)."""
-        return self._actor.offer.remote(job_id, dict(chunks), mode, request_bytes)
+    def offer_all(self, jobs: Sequence[Offerable]) -> Any:
+        """Hand over prepared jobs' chunks, in one call (see ``BatchCoordinator.offer``): a step
+        that finished several jobs costs one actor call, not one each."""
+        offers = [(job.job_id, dict(job.payloads), job.mode, job.request_bytes) for job in jobs]
+        return self._actor.offer_all.remote(offers)
 
     def forget(self, job_ids: Sequence[int]) -> Any:
         """Drop the payloads of jobs that no longer need them."""

@@ -247,8 +247,7 @@ class Driver:
         self._start_writers()
         self._refresh_snapshot()
         backlog = self._snapshot.pending_bytes if self._snapshot else 0
-        for ready in self._parts.scheduler.tick(backlog):
-            self._offer(ready)
+        self._offer(self._parts.scheduler.tick(backlog))
         self._write()
         self._flush()
         self._forget()
@@ -393,11 +392,15 @@ class Driver:
             len(self._parts.writers.leases),
         )
 
-    def _offer(self, ready: ReadyJob) -> None:
-        self._offered[ready.job_id] = ready
-        if ready.job_id in self._seen:
-            self._see(ready.job_id, JobStatus.PREPARED)
-        self._send(self._coordinator.offer, ready.job_id, ready.payloads, ready.mode, ready.request_bytes)
+    def _offer(self, ready: list[ReadyJob]) -> None:
+        """Hand the jobs prepared in this step to the coordinator, in one call."""
+        if not ready:
+            return
+        for job in ready:
+            self._offered[job.job_id] = job
+            if job.job_id in self._seen:
+                self._see(job.job_id, JobStatus.PREPARED)
+        self._send(self._coordinator.offer_all, ready)
 
     def _flush(self) -> None:
         """Tell the coordinator when no more work is coming soon (sent on change, and now and then)."""
@@ -489,10 +492,8 @@ class Driver:
         self._flushing = None
 
     def _reoffer_all(self) -> None:
-        for ready in list(self._offered.values()):
-            self._parts.call(
-                self._coordinator.offer(ready.job_id, ready.payloads, ready.mode, ready.request_bytes)
-            )
+        if self._offered:
+            self._parts.call(self._coordinator.offer_all(list(self._offered.values())))
 
     def _renew_leases(self) -> None:
         """Every lease this driver holds, renewed in one statement."""

@@ -81,6 +81,10 @@ class CoordinatorActor:
     ) -> None:
         await self._coordinator.offer(job_id, chunks, mode, request_bytes)
 
+    async def offer_all(self, offers: list[tuple[int, dict[int, Any], ProcessingMode, int]]) -> None:
+        for offer in offers:
+            await self._coordinator.offer(*offer)
+
     async def forget(self, job_ids: list[int]) -> None:
         await self._coordinator.forget(job_ids)
 

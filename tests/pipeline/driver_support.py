@@ -142,6 +142,10 @@ class CoordinatorState:
         if self.answer:
             self.state.transition(job_id, [JobStatus.PREPARED], JobStatus.ANSWERED)
 
+    def offer_all(self, offers: list[tuple[int, dict[int, Any], str, int]]) -> None:
+        for offer in offers:
+            self.offer(*offer)
+
     def forget(self, job_ids: list[int]) -> None:
         for job_id in job_ids:
             self.offers.pop(job_id, None)

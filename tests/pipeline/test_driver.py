@@ -45,8 +45,8 @@ class DiesAfterOffer(CoordinatorState):
 
     handle: StandInCoordinator
 
-    def offer(self, job_id: int, chunks: dict[int, Any], mode: str, request_bytes: int) -> None:
-        super().offer(job_id, chunks, mode, request_bytes)
+    def offer_all(self, offers: list[tuple[int, dict[int, Any], str, int]]) -> None:
+        super().offer_all(offers[:1])
         self.handle.dead = True
 
 
@@ -76,6 +76,27 @@ def test_the_driver_outlives_a_dead_coordinator_and_its_stale_handle(
     assert first.offered[0] in live.offered  # what the dead one held was offered again
     assert len(fetched) >= 3
     assert any(p > 0 for p in pauses)  # a stale handle is fetched again after a pause
+
+
+class CountsOffers(CoordinatorState):
+    """A live coordinator that records each call's offers."""
+
+    calls: list[list[int]]
+
+    def offer_all(self, offers: list[tuple[int, dict[int, Any], str, int]]) -> None:
+        self.calls.append([offer[0] for offer in offers])
+        super().offer_all(offers)
+
+
+def test_jobs_prepared_in_one_step_are_offered_in_one_call(state: SqlStateStore) -> None:
+    jobs = [pending_job(state, n) for n in range(3)]
+    live = CountsOffers(state)
+    live.calls = []
+    parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: StandInCoordinator(live))
+    ended = Driver(state, jobs, parts, **Pauses([]).paced()).run()
+
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * 3
+    assert live.calls == [sorted(jobs)]
 
 
 def answered_job(state: SqlStateStore, n: int) -> int:
