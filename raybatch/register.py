@@ -2,8 +2,9 @@
 
 Reading a file to hash it is also the cheapest moment to open it: its kind and page count are
 recorded, and an encrypted, corrupt or empty file ends as a failed job with the reason. In a run,
-files are read in Ray tasks (``SourceIntake``), near the data and never in the driver process: a
-file that crashes its reader fails its own job. Jobs are registered in the order the files were
+files are read in Ray tasks (``SourceIntake``), near the data and never in the driver process, several
+small files to a task: a file that crashes its reader fails its own job (the others of its task are
+read again, each alone). Jobs are registered in the order the files were
 listed, so ids follow it, and each one can be prepared as soon as it is registered.
 """
 
@@ -23,8 +24,11 @@ from raybatch.settings import StoreSettings
 from raybatch.sources import SourceFile, read_source
 from raybatch.state.port import JobStates, NewJob
 from raybatch.steps.open_source import detect_kind, open_source
+from raybatch.units import MIB
 
 log = logging.getLogger(__name__)
+GROUP_FILES = 8  # files one registration task reads: a task and a result for several small files
+GROUP_BYTES = 16 * MIB  # ... while they are small together (a large file goes alone)
 
 
 @dataclass(frozen=True)
@@ -146,16 +150,17 @@ def crashed(source: SourceFile, reason: str) -> Inspection:
 
 
 class Inspector(Protocol):
-    """Starts the inspection of one file somewhere else (a Ray task); returns a handle to it."""
+    """Starts the inspection of files somewhere else (a Ray task); returns a handle to it."""
 
-    def inspect(self, source: SourceFile) -> Any:
-        """A handle that resolves to the file's Inspection."""
+    def inspect(self, sources: Sequence[SourceFile]) -> Any:
+        """A handle that resolves to the files' Inspections, in order."""
         ...
 
 
 class SourceIntake:
-    """Registration as a stream: a bounded number of files inspected at once, registered in listing
-    order as their inspections come back, handed to the driver as they are registered."""
+    """Registration as a stream: a bounded number of registration tasks at once (each reads up to
+    GROUP_FILES small files), registered in listing order as their inspections come back, handed to
+    the driver as they are registered."""
 
     def __init__(
         self,
@@ -165,7 +170,7 @@ class SourceIntake:
         *,
         in_flight: int | Callable[[], int],
         ready: Callable[[Any], bool],
-        get: Callable[[Any], Inspection],
+        get: Callable[[Any], Sequence[Inspection]],
         failure: Callable[[BaseException], str | None],
         on_listed: Callable[[], None] = lambda: None,
         review: Callable[[list[JobRecord]], list[JobRecord]] = lambda jobs: jobs,
@@ -177,7 +182,8 @@ class SourceIntake:
         self._ready, self._get, self._failure = ready, get, failure
         self._on_listed: Callable[[], None] | None = on_listed
         self._review = review  # the registered jobs as the driver gets them (some go again)
-        self._pending: deque[tuple[SourceFile, Any]] = deque()
+        self._pending: deque[tuple[list[SourceFile], Any]] = deque()
+        self._next: SourceFile | None = None  # listed, not yet in a group
         self._listed = False
         self.files = 0
         self.jobs = 0
@@ -197,8 +203,8 @@ class SourceIntake:
         """The jobs of the files whose inspection came back, in listing order; more files started."""
         inspections: list[Inspection] = []
         while self._pending and self._ready(self._pending[0][1]):
-            source, ref = self._pending.popleft()
-            inspections.append(self._inspection(source, ref))
+            group, ref = self._pending.popleft()
+            inspections += self._inspections(group, ref)
         jobs = [r.job for r in self._registrar.register_many(inspections)] if inspections else []
         if jobs:
             jobs = self._review(jobs)
@@ -209,24 +215,47 @@ class SourceIntake:
             done()
         return jobs
 
-    def _inspection(self, source: SourceFile, ref: Any) -> Inspection:
+    def _inspections(self, group: list[SourceFile], ref: Any) -> list[Inspection]:
         try:
-            return self._get(ref)
+            return list(self._get(ref))
         except Exception as exc:
             reason = self._failure(exc)
             if reason is None:
                 raise
-            log.warning("reading %s crashed its worker: %s", source.name, reason)
-            return crashed(source, reason)
+            if len(group) > 1:  # one of them crashed the task: each is read again, alone, in order
+                log.info(
+                    "a registration task of %d files crashed (%s); reading each alone", len(group), reason
+                )
+                self._pending.extendleft(
+                    reversed([([source], self._inspector.inspect([source])) for source in group])
+                )
+                return []
+            log.warning("reading %s crashed its worker: %s", group[0].name, reason)
+            return [crashed(group[0], reason)]
 
     def _fill(self) -> None:
         if self._listed:
             return
         limit = max(1, self._in_flight())  # read each time: the budget's share can change
         while not self._listed and len(self._pending) < limit:
-            source = next(self._files, None)
-            if source is None:
+            group = self._group()
+            if not group:
                 self._listed = True
                 return
-            self.files += 1
-            self._pending.append((source, self._inspector.inspect(source)))
+            self.files += len(group)
+            self._pending.append((group, self._inspector.inspect(group)))
+
+    def _group(self) -> list[SourceFile]:
+        """The next files in listing order, up to GROUP_FILES and GROUP_BYTES (at least one)."""
+        group: list[SourceFile] = []
+        size = 0
+        while len(group) < GROUP_FILES:
+            source, self._next = self._next or next(self._files, None), None
+            if source is None:
+                break
+            if group and size + source.size > GROUP_BYTES:
+                self._next = source
+                break
+            group.append(source)
+            size += source.size
+        return group

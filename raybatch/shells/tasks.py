@@ -6,6 +6,7 @@ Kept apart from ``raybatch.shells.runtime`` so that these workers import only wh
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import ray
@@ -43,25 +44,26 @@ URGENT_CPUS = 0
 
 
 @ray.remote(max_retries=0)
-def inspect_file(store: StoreSettings, max_page_pixels: int, source: SourceFile) -> Inspection:
-    """Read, hash and open one file; no bytes come back. Not retried: a file that crashed its
-    reader would crash the next one too. It gets the store's section only (no API key or
-    database URL): what it finds is recorded by the driver."""
-    return inspect_source(source, store, max_page_pixels)
+def inspect_files(store: StoreSettings, max_page_pixels: int, sources: list[SourceFile]) -> list[Inspection]:
+    """Read, hash and open each file; no bytes come back. Not retried: a file that crashed its
+    reader would crash the next one too (the driver reads each file of a crashed task again,
+    alone). It gets the store's section only (no API key or database URL): what it finds is
+    recorded by the driver."""
+    return [inspect_source(source, store, max_page_pixels) for source in sources]
 
 
 class RayInspector:
-    """Starts one registration task per file."""
+    """Starts one registration task per group of files."""
 
     def __init__(self, settings: Settings, *, urgent: bool = False) -> None:
         self._store = ray.put(settings.section(StoreSettings))
         self._max_page_pixels = settings.max_page_pixels
         self._cpus = URGENT_CPUS if urgent else 1.0 / settings.ocr_workers
 
-    def inspect(self, source: SourceFile) -> Any:
-        name = f"register {source.name[:80]}"
-        task = inspect_file.options(name=name, num_cpus=self._cpus)
-        return task.remote(self._store, self._max_page_pixels, source)
+    def inspect(self, sources: Sequence[SourceFile]) -> Any:
+        more = f" and {len(sources) - 1} more" if len(sources) > 1 else ""
+        task = inspect_files.options(name=f"register {sources[0].name[:80]}{more}", num_cpus=self._cpus)
+        return task.remote(self._store, self._max_page_pixels, list(sources))
 
 
 def _read(store: StoreSettings, uri: str, sha256: str) -> bytes:

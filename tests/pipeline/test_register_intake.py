@@ -3,15 +3,17 @@ only the file that caused it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pymupdf
+import pytest
 from ray.exceptions import RayTaskError, WorkerCrashedError
 
 from raybatch.loops.scheduler import failure_reason
 from raybatch.models import JobStatus
-from raybatch.register import Inspection, Registrar, SourceIntake, inspect_source
+from raybatch.register import GROUP_BYTES, GROUP_FILES, Inspection, Registrar, SourceIntake, inspect_source
 from raybatch.settings import StoreSettings
 from raybatch.sources import SourceFile, iter_sources
 from raybatch.state import SqlStateStore
@@ -25,21 +27,26 @@ def write_pdf(path: Path, pages: int) -> None:
 
 
 class StandInInspector:
-    """Inspects in this process; a file named ``crash*`` dies like a worker killed by its reader."""
+    """Inspects in this process; a task holding a file named ``crash*`` dies like a worker killed
+    by its reader, one holding ``raise*`` fails as a task."""
 
     def __init__(self) -> None:
-        self.started: list[str] = []
+        self.tasks: list[list[str]] = []  # the files of each task started, in order
 
-    def inspect(self, source: SourceFile) -> Any:
-        self.started.append(source.name)
-        return source
+    @property
+    def started(self) -> list[str]:
+        return [name for task in self.tasks for name in task]
 
-    def get(self, source: SourceFile) -> Inspection:
-        if source.name.startswith("crash"):
+    def inspect(self, sources: Sequence[SourceFile]) -> Any:
+        self.tasks.append([source.name for source in sources])
+        return list(sources)
+
+    def get(self, sources: list[SourceFile]) -> list[Inspection]:
+        if any(source.name.startswith("crash") for source in sources):
             raise WorkerCrashedError()
-        if source.name.startswith("raise"):
-            raise RayTaskError("inspect_file", "traceback", MemoryError("the page tree is a bomb"))
-        return inspect_source(source, StoreSettings(), 10**9)
+        if any(source.name.startswith("raise") for source in sources):
+            raise RayTaskError("inspect_files", "traceback", MemoryError("the page tree is a bomb"))
+        return [inspect_source(source, StoreSettings(), 10**9) for source in sources]
 
 
 def crash_reason(exc: BaseException) -> str | None:
@@ -64,10 +71,15 @@ def test_a_file_that_crashes_its_reader_fails_its_own_job(state: SqlStateStore, 
     )
     jobs = []
     while not intake.finished:
-        assert len(inspector.started) - intake.jobs <= 2  # a bounded number of files in flight
+        assert len(inspector.tasks) - intake.jobs <= 2 + len(
+            inspector.tasks[0]
+        )  # tasks in flight are bounded
         jobs += intake.take()
 
-    assert [j.source_name for j in jobs] == ["a.pdf", "c.pdf", "crash.pdf", "e.pdf", "raise.pdf"]
+    # The five small files went to one task; it crashed, so each was read again alone, in order.
+    names = ["a.pdf", "c.pdf", "crash.pdf", "e.pdf", "raise.pdf"]
+    assert inspector.tasks == [names] + [[name] for name in names]
+    assert [j.source_name for j in jobs] == names
     assert [j.id for j in jobs] == sorted(j.id for j in jobs)  # ids follow the listing
     by_name = {j.source_name: j for j in jobs}
     assert {n: j.status for n, j in by_name.items()} == {
@@ -84,7 +96,34 @@ def test_a_file_that_crashes_its_reader_fails_its_own_job(state: SqlStateStore, 
     assert intake.files == 5 and intake.jobs == 5
 
 
-def test_the_window_follows_the_budget_and_registration_ends(state: SqlStateStore, tmp_path: Path) -> None:
+def test_small_files_share_a_task_and_a_large_one_goes_alone(state: SqlStateStore, tmp_path: Path) -> None:
+    names = [f"{n:02}.pdf" for n in range(GROUP_FILES + 9)]
+    for name in names:
+        write_pdf(tmp_path / name, 1)
+    (tmp_path / "05.pdf").write_bytes((tmp_path / "05.pdf").read_bytes() + b"\n" * GROUP_BYTES)  # large
+    inspector = StandInInspector()
+    intake = SourceIntake(
+        iter_sources(str(tmp_path), StoreSettings()),
+        inspector,
+        Registrar(state, StoreSettings(), max_page_pixels=10**9),
+        in_flight=8,
+        ready=lambda ref: True,
+        get=inspector.get,
+        failure=crash_reason,
+    )
+    jobs = []
+    while not intake.finished:
+        jobs += intake.take()
+
+    assert inspector.tasks == [names[:5], ["05.pdf"], names[6 : 6 + GROUP_FILES], names[6 + GROUP_FILES :]]
+    assert [j.source_name for j in jobs] == names
+    assert all(j.status is JobStatus.PENDING and j.pages == 1 for j in jobs)
+
+
+def test_the_window_follows_the_budget_and_registration_ends(
+    state: SqlStateStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("raybatch.register.GROUP_FILES", 1)  # a task per file: the window counts tasks
     for n in range(6):
         write_pdf(tmp_path / f"{n}.pdf", 1)
     inspector = StandInInspector()
