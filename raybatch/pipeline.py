@@ -26,7 +26,7 @@ from ray.exceptions import RayError, RayTaskError
 
 from raybatch.console import ProgressBars
 from raybatch.loops.driver import Driver, DriverParts, Progress
-from raybatch.loops.scheduler import PrepareScheduler, failure_reason
+from raybatch.loops.scheduler import SAVE_JOBS, SAVE_SECONDS, PrepareScheduler, failure_reason
 from raybatch.loops.writer_pool import WriterPool
 from raybatch.models import JobRecord, JobStatus, Priority
 from raybatch.outage import patient_state
@@ -243,6 +243,8 @@ def _drive(
         lease_seconds=settings.lease_seconds,
         max_attempts=settings.prepare_max_attempts,
         timeout=settings.prepare_timeout,
+        save_jobs=SAVE_JOBS,
+        save_seconds=SAVE_SECONDS,
     )
     writers = WriterPool(
         [],

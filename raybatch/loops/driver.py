@@ -234,10 +234,11 @@ class Driver:
             refs.append(self._snapshot_ref)
         if self._parts.intake is not None:
             refs += self._parts.intake.refs
+        timeout = self._parts.scheduler.wake_in(self._tick_seconds)
         if refs:
-            self._parts.wait(refs, self._tick_seconds)
+            self._parts.wait(refs, timeout)
         else:
-            self._sleep(self._tick_seconds)
+            self._sleep(timeout)
 
     def _step(self) -> None:
         if self._parts.intake is not None:
@@ -324,9 +325,9 @@ class Driver:
         urgent = self._urgent_pending(room)
         if not self._queue:
             return
-        # A quarter of the window at a time: each claim is a few statements, and the jobs still
+        # Half the window at a time: each claim is a few statements, and the jobs still
         # held keep the prepare tasks busy meanwhile.
-        if not urgent and scheduler.held and room < window // 4:
+        if not urgent and scheduler.held and room < window // 2:
             return
         if urgent:
             self._queue = deque(j for j in self._queue if j not in urgent)

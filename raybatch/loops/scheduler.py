@@ -28,6 +28,10 @@ from raybatch.work.prepared_chunk import ChunkSummary
 log = logging.getLogger(__name__)
 
 GUESS_REQUEST_BYTES = 3_000_000  # until the first chunk is measured: ≈ 8 scanned pages
+# A run saves prepared chunks together, in one transaction: once SAVE_JOBS jobs are complete, once
+# the oldest waited SAVE_SECONDS, when nothing else is in flight, or at once for urgent work.
+SAVE_JOBS = 8
+SAVE_SECONDS = 0.1
 
 
 class SchedulerState(JobsWithChunks, PageTexts, Protocol):
@@ -96,8 +100,11 @@ class PrepareScheduler:
         timeout: float | None = None,
         cancel: Callable[[Any], None] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        save_jobs: int = 1,
+        save_seconds: float = 0.0,
     ) -> None:
         self._state = state
+        self._save_jobs, self._save_seconds = save_jobs, save_seconds  # SAVE_JOBS, SAVE_SECONDS in a run
         self._wait, self._get = wait, get
         self._timeout = timeout  # PREPARE_TIMEOUT: seconds a task may take from its launch
         self._cancel = cancel or _cancel_task
@@ -117,14 +124,23 @@ class PrepareScheduler:
         self._measured: list[int] = []
         self._answered_already: list[ReadyJob] = []  # jobs found fully prepared when claimed
         self._from_store: set[Any] = set()
+        self._unsaved: list[ChunkRecord] = []  # prepared chunks not yet saved (see SAVE_JOBS)
+        self._complete: list[int] = []  # jobs all of whose chunks are among them or saved
+        self._unsaved_since: float | None = None
         self._urgent_chunks = 0  # how many chunks at the head of the queue are urgent
         self.pages_from_store = 0  # of pages_prepared: taken as an earlier run had prepared them
         self.pages_prepared = 0
 
     @property
     def idle(self) -> bool:
-        """Nothing queued and nothing running."""
-        return not self._queue and not self._in_flight and not self._answered_already
+        """Nothing queued, running or waiting to be saved."""
+        return not self._queue and not self._in_flight and not self._answered_already and not self._unsaved
+
+    def wake_in(self, longest: float) -> float:
+        """How long the driver may wait for its next event: less when prepared chunks wait to be saved."""
+        if self._unsaved_since is None:
+            return longest
+        return max(0.0, min(longest, self._unsaved_since + self._save_seconds - self._monotonic()))
 
     @property
     def worker_id(self) -> str:
@@ -248,7 +264,7 @@ class PrepareScheduler:
         """The chunks prepared since the last look, saved with the jobs they complete in one
         transaction (not one per chunk and one per job)."""
         if not self._in_flight:
-            return []
+            return self._save([], [])
         done, _ = self._wait(list(self._in_flight), num_returns=len(self._in_flight), timeout=0)
         chunks: list[ChunkRecord] = []
         complete: list[int] = []
@@ -265,6 +281,26 @@ class PrepareScheduler:
             chunks.append(summary.record)
             if self._chunk_done(job_id, n, summary, payload, ref):
                 complete.append(job_id)
+        return self._save(chunks, complete)
+
+    def _save(self, chunks: list[ChunkRecord], complete: list[int]) -> list[ReadyJob]:
+        """Save the prepared chunks when due (see SAVE_JOBS); the jobs they complete are ready then."""
+        if chunks and self._unsaved_since is None:
+            self._unsaved_since = self._monotonic()
+        self._unsaved += chunks
+        self._complete += complete
+        urgent = any(self._jobs[j].job.priority is Priority.URGENT for j in complete)
+        due = self._unsaved_since is not None and (
+            urgent
+            or len(self._complete) >= self._save_jobs
+            or not self._in_flight
+            or self._monotonic() - self._unsaved_since >= self._save_seconds
+        )
+        if not due:
+            return []
+        chunks = [c for c in self._unsaved if c.job_id in self._jobs]  # not those dropped meanwhile
+        complete = [j for j in self._complete if j in self._jobs]
+        self._unsaved, self._complete, self._unsaved_since = [], [], None
         return self._record(chunks, complete)
 
     def _chunk_done(self, job_id: int, n: int, summary: ChunkSummary, payload: Any, ref: Any) -> bool:

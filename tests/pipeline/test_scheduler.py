@@ -19,6 +19,7 @@ from raybatch.models import (
     JobRecord,
     JobStatus,
     PageText,
+    Priority,
     ResultType,
     Usage,
 )
@@ -281,3 +282,75 @@ def test_a_prepare_task_past_its_time_limit_is_canceled_and_retried_then_fails(s
     assert failed.status is JobStatus.FAILED, "hard limit: the last try fails the job"
     assert failed.error_class == "TimeLimitExceeded"
     assert "PREPARE_TIMEOUT (30 s)" in (failed.error_message or "")
+
+
+def test_prepared_jobs_are_saved_together_when_enough_are_complete_or_the_oldest_waited(
+    state: SqlStateStore,
+) -> None:
+    """A run saves prepared chunks in one transaction for several jobs (``save_jobs``), or once the
+    oldest waited ``save_seconds``, or when nothing else is in flight; urgent jobs at once."""
+    jobs = [pending_job(state, n) for n in range(6)]
+    tasks, clock, saves = FakeTasks(), FakeClock(), []
+    record = state.record_prepared
+
+    def counted(chunks: Any, leases: Any) -> Any:
+        saves.append(sorted(lease.job_id for lease in leases))
+        return record(chunks, leases)
+
+    state.record_prepared = counted  # type: ignore[method-assign]
+    sched = PrepareScheduler(
+        state,
+        tasks,
+        worker_id="t",
+        max_in_flight=8,
+        max_backlog_bytes=10**9,
+        lease_seconds=60,
+        max_attempts=3,
+        wait=tasks.wait,
+        get=tasks.get,
+        monotonic=clock.monotonic,
+        save_jobs=3,
+        save_seconds=0.1,
+    )
+
+    def finish(*job_ids: int) -> list[int]:
+        tasks.done |= {ref for ref in sched._in_flight if ref[1] in job_ids}
+        return [r.job_id for r in sched.tick(0)]
+
+    sched.claim(jobs)
+    sched.tick(0)
+    assert finish(jobs[0]) == [] and saves == [], "one complete job waits for others"
+    assert sched.wake_in(0.5) == 0.1 and not sched.idle
+    assert finish(jobs[1]) == []
+    assert finish(jobs[2]) == jobs[:3] and saves == [jobs[:3]], "three: saved in one transaction"
+    assert state.get_job(jobs[0]).status is JobStatus.PREPARED
+    assert finish(jobs[3]) == []
+    clock.advance(0.1)
+    assert sched.wake_in(0.5) == 0.0
+    assert finish() == [jobs[3]], "the oldest waited long enough"
+    assert finish(jobs[4]) == []
+    assert finish(jobs[5]) == jobs[4:], "nothing else in flight: saved at once"
+    assert saves == [jobs[:3], [jobs[3]], jobs[4:]] and sched.idle
+
+
+def test_an_urgent_prepared_job_is_saved_at_once(state: SqlStateStore) -> None:
+    urgent, other = pending_job(state, 1), pending_job(state, 2)
+    state.set_priority([urgent], Priority.URGENT)
+    tasks = FakeTasks()
+    sched = PrepareScheduler(
+        state,
+        tasks,
+        worker_id="t",
+        max_in_flight=8,
+        max_backlog_bytes=10**9,
+        lease_seconds=60,
+        max_attempts=3,
+        wait=tasks.wait,
+        get=tasks.get,
+        save_jobs=8,
+        save_seconds=60.0,
+    )
+    sched.claim([urgent, other])
+    sched.tick(0)
+    tasks.done |= {ref for ref in sched._in_flight if ref[1] == urgent}
+    assert [r.job_id for r in sched.tick(0)] == [urgent]
