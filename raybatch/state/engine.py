@@ -7,6 +7,7 @@ transactions use a plain ``BEGIN``, which never blocks writers under WAL.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -85,8 +86,8 @@ def _describe(url: URL, exc: sa_exc.SQLAlchemyError) -> str:
     """A short, secret-free account of a database error: its driver class and first line."""
     orig = getattr(exc, "orig", None) or exc
     first = (str(orig).strip().splitlines() or [""])[0][:200]
-    if url.password:
-        first = first.replace(str(url.password), "***")
+    if url.password:  # as a whole token: a short password must not mangle the words around it
+        first = re.sub(rf"(?<!\w){re.escape(str(url.password))}(?!\w)", "***", first)
     return f"{type(orig).__name__}: {first}"
 
 

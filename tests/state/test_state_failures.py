@@ -69,3 +69,25 @@ def test_a_locked_sqlite_file_is_transient(tmp_path) -> None:  # type: ignore[no
 def test_rows_of_an_unknown_job_are_a_permanent_conflict(store: SqlStateStore) -> None:
     with pytest.raises(PermanentError, match="state conflict"):
         store.save_chunks(4242, [chunk(4242, 0)])
+
+
+@pytest.mark.parametrize(
+    ("password", "said", "shown"),
+    [
+        (
+            "ss",
+            'password authentication failed for user "raybatch"',
+            'password authentication failed for user "raybatch"',
+        ),
+        ("ss", "bad dsn: password=ss host=db", "bad dsn: password=*** host=db"),
+        (SECRET, f"connection to raybatch:{SECRET}@db refused", "connection to raybatch:***@db refused"),
+    ],
+)
+def test_a_password_is_masked_as_a_whole_token_in_a_drivers_message(
+    password: str, said: str, shown: str
+) -> None:
+    from raybatch.state.engine import _describe
+
+    url = sa.make_url("postgresql+psycopg://raybatch@db/raybatch").set(password=password)
+    error = sa.exc.OperationalError("SELECT 1", {}, Exception(said))
+    assert _describe(url, error) == f"Exception: {shown}"
