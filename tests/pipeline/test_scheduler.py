@@ -69,7 +69,9 @@ class FakeTasks:
         self.done |= set(scheduler._in_flight)
 
 
-def scheduler(state: SqlStateStore, tasks: FakeTasks, cap: Any, backlog: int = 10**9) -> PrepareScheduler:
+def scheduler(
+    state: SqlStateStore, tasks: FakeTasks, cap: Any, backlog: int = 10**9, **options: Any
+) -> PrepareScheduler:
     return PrepareScheduler(
         state,
         tasks,
@@ -80,6 +82,7 @@ def scheduler(state: SqlStateStore, tasks: FakeTasks, cap: Any, backlog: int = 1
         max_attempts=3,
         wait=tasks.wait,
         get=tasks.get,
+        **options,
     )
 
 
@@ -298,20 +301,7 @@ def test_prepared_jobs_are_saved_together_when_enough_are_complete_or_the_oldest
         return record(chunks, leases)
 
     state.record_prepared = counted  # type: ignore[method-assign]
-    sched = PrepareScheduler(
-        state,
-        tasks,
-        worker_id="t",
-        max_in_flight=8,
-        max_backlog_bytes=10**9,
-        lease_seconds=60,
-        max_attempts=3,
-        wait=tasks.wait,
-        get=tasks.get,
-        monotonic=clock.monotonic,
-        save_jobs=3,
-        save_seconds=0.1,
-    )
+    sched = scheduler(state, tasks, 8, monotonic=clock.monotonic, save_jobs=3, save_seconds=0.1)
 
     def finish(*job_ids: int) -> list[int]:
         tasks.done |= {ref for ref in sched._in_flight if ref[1] in job_ids}
@@ -337,19 +327,7 @@ def test_an_urgent_prepared_job_is_saved_at_once(state: SqlStateStore) -> None:
     urgent, other = pending_job(state, 1), pending_job(state, 2)
     state.set_priority([urgent], Priority.URGENT)
     tasks = FakeTasks()
-    sched = PrepareScheduler(
-        state,
-        tasks,
-        worker_id="t",
-        max_in_flight=8,
-        max_backlog_bytes=10**9,
-        lease_seconds=60,
-        max_attempts=3,
-        wait=tasks.wait,
-        get=tasks.get,
-        save_jobs=8,
-        save_seconds=60.0,
-    )
+    sched = scheduler(state, tasks, 8, save_jobs=8, save_seconds=60.0)
     sched.claim([urgent, other])
     sched.tick(0)
     tasks.done |= {ref for ref in sched._in_flight if ref[1] == urgent}
