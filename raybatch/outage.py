@@ -40,9 +40,7 @@ class Patience:
     ) -> None:
         self.what, self.error, self.budget = what, error, budget
         self._backoff, self._sleep, self._monotonic = backoff, sleep, monotonic
-        self._lock = threading.Lock()
-        self._down_since: float | None = None  # when the current outage was first met
-        self._said = -1e9
+        self._outage = Outage(monotonic)
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()``, waiting out this port's outage for at most the budget (from the first failure)."""
@@ -65,30 +63,53 @@ class Patience:
         return result
 
     def _say(self, exc: Exception, waited: float) -> None:
-        now = self._monotonic()
-        with self._lock:
-            if self._down_since is None:
-                self._down_since = now - waited
-            if now - self._said < SAY_EVERY_SECONDS:
-                return
-            self._said = now
-            down = now - self._down_since
-        log.warning(
-            "%s unavailable for %.0f s (%s); waiting for it, up to %.0f s per call",
-            self.what,
-            down,
-            exc,
-            self.budget,
-        )
+        down = self._outage.failing(waited)
+        if down is not None:
+            budget = self.budget
+            log.warning(
+                "%s unavailable for %.0f s (%s); waiting for it, up to %.0f s per call",
+                self.what,
+                down,
+                exc,
+                budget,
+            )
 
     def _recovered(self) -> None:
-        if self._down_since is None:
-            return
+        down = self._outage.over()
+        if down is not None:
+            log.warning("%s is back after %.0f s", self.what, down)
+
+
+class Outage:
+    """How long something has been failing, told at most every SAY_EVERY_SECONDS and once when it
+    ends: the caller says it, in its own words. Shared by the threads of one process."""
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._since: float | None = None  # when the current outage was first met
+        self._said = -1e9
+
+    def failing(self, waited: float = 0.0) -> float | None:
+        """A failure (``waited`` seconds into it): the outage's length when a line is due, else None."""
+        now = self._monotonic()
         with self._lock:
-            if self._down_since is None:
-                return
-            down, self._down_since, self._said = self._monotonic() - self._down_since, None, -1e9
-        log.warning("%s is back after %.0f s", self.what, down)
+            if self._since is None:
+                self._since = now - waited
+            if now - self._said < SAY_EVERY_SECONDS:
+                return None
+            self._said = now
+            return now - self._since
+
+    def over(self) -> float | None:
+        """A success: the outage's length if one just ended, else None."""
+        if self._since is None:
+            return None
+        with self._lock:
+            if self._since is None:
+                return None
+            down, self._since, self._said = self._monotonic() - self._since, None, -1e9
+        return down
 
 
 class _Patient:

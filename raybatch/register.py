@@ -223,12 +223,9 @@ class SourceIntake:
             if reason is None:
                 raise
             if len(group) > 1:  # one of them crashed the task: each is read again, alone, in order
-                log.info(
-                    "a registration task of %d files crashed (%s); reading each alone", len(group), reason
-                )
-                self._pending.extendleft(
-                    reversed([([source], self._inspector.inspect([source])) for source in group])
-                )
+                log.info("a registration task of %d files crashed (%s); each goes alone", len(group), reason)
+                alone = [([source], self._inspector.inspect([source])) for source in group]
+                self._pending.extendleft(reversed(alone))
                 return []
             log.warning("reading %s crashed its worker: %s", group[0].name, reason)
             return [crashed(group[0], reason)]

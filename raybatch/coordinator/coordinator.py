@@ -45,7 +45,7 @@ from raybatch.coordinator.sync_calls import SYNC_BATCH, SyncCalls
 from raybatch.errors import TransientError
 from raybatch.metrics import Metrics
 from raybatch.models import JobStatus, ProcessingMode, sync_tag
-from raybatch.outage import SAY_EVERY_SECONDS
+from raybatch.outage import Outage
 from raybatch.settings import ClaudeSettings, model_prices
 from raybatch.spend import SpendGate
 from raybatch.state.port import StateStore
@@ -95,8 +95,7 @@ class BatchCoordinator:
         self._autostart = autostart  # False: the caller drives ``step`` itself (tests)
         self._state = state
         self._monotonic = monotonic
-        self._failing_since: float | None = None  # when passes began failing with a transient error
-        self._failing_said = -1e9
+        self._outage = Outage(monotonic)  # passes failing for a transient reason
         batches = batches or AnthropicBatchClient(claude)
         metrics = metrics or Metrics()
         self._pool = ThreadPoolExecutor(max_workers=4 + claude.sync_concurrency, thread_name_prefix="coord")
@@ -241,36 +240,21 @@ class BatchCoordinator:
             except asyncio.CancelledError:
                 raise
             except TransientError as exc:  # an outage (e.g. of the database): a line now and then
-                self._failing(exc)
+                if (down := self._outage.failing()) is not None:
+                    log.warning("coordinator passes failing for %.0f s: %s; will try again", down, exc)
                 busy = False
             except Exception:  # one bad pass must not end the loop; the DB keeps the truth
                 log.exception("coordinator pass failed; will try again")
                 busy = False
             else:
-                self._failing_over()
+                if (down := self._outage.over()) is not None:
+                    log.info("coordinator passes work again after %.0f s", down)
             if self.idle and self._on_idle is not None:
                 log.info("no driver called for a while and nothing is held: the coordinator exits")
                 await guarded("retiring", self._io(self._state.retire, self.id))
                 self._on_idle()
                 return
             await self._pause(0.2 if busy else next(self._delays))
-
-    def _failing(self, exc: TransientError) -> None:
-        """Say that passes fail for a transient reason: at once, then at most every SAY_EVERY_SECONDS
-        (a pass a second during an outage would otherwise log a traceback a second)."""
-        now = self._monotonic()
-        if self._failing_since is None:
-            self._failing_since = now
-        if now - self._failing_said >= SAY_EVERY_SECONDS:
-            self._failing_said = now
-            waited = now - self._failing_since
-            log.warning("coordinator passes failing for %.0f s: %s; will try again", waited, exc)
-
-    def _failing_over(self) -> None:
-        if self._failing_since is not None:
-            waited = self._monotonic() - self._failing_since
-            log.info("coordinator passes work again after %.0f s", waited)
-            self._failing_since, self._failing_said = None, -1e9
 
     async def _pause(self, seconds: float) -> None:
         """Wait ``seconds`` before the next pass, or less if a batch became due meanwhile."""

@@ -76,12 +76,8 @@ class CoordinatorActor:
             on_idle=ray.actor.exit_actor,
         )
 
-    async def offer(
-        self, job_id: int, chunks: dict[int, Any], mode: ProcessingMode, request_bytes: int
-    ) -> None:
-        await self._coordinator.offer(job_id, chunks, mode, request_bytes)
-
     async def offer_all(self, offers: list[tuple[int, dict[int, Any], ProcessingMode, int]]) -> None:
+        """Jobs prepared in one driver step (see ``BatchCoordinator.offer``)."""
         for offer in offers:
             await self._coordinator.offer(*offer)
 
