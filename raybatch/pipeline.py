@@ -36,7 +36,7 @@ from raybatch.reuse import reopen_changed, settings_config
 from raybatch.settings import Settings, StateSettings, StoreSettings
 from raybatch.shells.runtime import connect, get_coordinator, retire_coordinator
 from raybatch.shells.tasks import RayInspector, RayPrepareTasks
-from raybatch.shells.writers import start_writers
+from raybatch.shells.writers import start_writer
 from raybatch.sources import SourceFile, SourceListing, iter_sources, list_sources
 from raybatch.spend import start_run
 from raybatch.state import StateStore, open_state
@@ -232,7 +232,8 @@ def _drive(
     run_id = uuid.uuid4().hex[:8]
     worker_id = f"driver-{run_id}"
     # The coordinator starts in the background while the first files register and prepare; the
-    # writers once the first job is prepared (their start would take CPU the first chunks need).
+    # first writer once the first job is prepared (its start would take CPU the first chunks need),
+    # the others while answered jobs wait for a writer.
     handles: list[Any] = []
     scheduler = PrepareScheduler(
         state,
@@ -257,10 +258,11 @@ def _drive(
         placed_check=True,
     )
 
-    def start() -> None:
-        started = start_writers(settings, run_id)
-        handles.extend(started)  # killed when the run ends
-        writers.grow(started)
+    def start_one() -> bool:
+        if len(handles) < settings.result_workers:
+            handles.append(start_writer(settings, run_id, len(handles)))  # killed when the run ends
+            writers.grow(handles[-1:])
+        return len(handles) < settings.result_workers
 
     parts = DriverParts(
         scheduler,
@@ -270,11 +272,18 @@ def _drive(
         ready=_ready,
         wait=_wait_any,
         intake=intake,
-        start_writers=start,
+        start_writer=start_one,
     )
     window = _claim_window(prepare_cap)
     try:
-        driver = Driver(state, [], parts, lease_seconds=settings.lease_seconds, claim_window=window)
+        driver = Driver(
+            state,
+            [],
+            parts,
+            lease_seconds=settings.lease_seconds,
+            claim_window=window,
+            writer_grow_seconds=settings.writer_grow_seconds,
+        )
         jobs = driver.run(on_progress)
     finally:
         for handle in handles:

@@ -183,7 +183,10 @@ class StoreSettings(_Section):
 class WriterSettings(_Section):
     """The result-writer pool and its memory budget."""
 
-    result_workers: int = Field(2, ge=1, le=256, description="result writer actors of a run")
+    result_workers: int = Field(2, ge=1, le=256, description="result writer actors of a run, at most")
+    writer_grow_seconds: float = Field(
+        2.0, ge=0, description="seconds answered jobs wait with every writer busy before another starts"
+    )
     max_concurrent_mb: int = Field(1024, ge=1, description="source MiB (2²⁰ bytes) the writers hold at once")
     result_resource: str = "result_mb"
     write_timeout: float = Field(1800.0, gt=0, description="seconds one job's write may run, then stopped")

@@ -110,9 +110,10 @@ class DriverParts:
     # Block until one of the refs is done or the timeout passed (ray.wait with num_returns=1).
     wait: Callable[[list[Any], float], None] = field(default=_no_wait)
     intake: JobIntake | None = None
-    # Starts the writers: called once the first job is prepared (or nothing is left to prepare), so
-    # that their start does not take the CPU the first preparations need.
-    start_writers: Callable[[], None] = field(default=lambda: None)
+    # Starts one more writer; False once every one (RESULT_WORKERS) runs. The first is started once
+    # the first job is prepared (or nothing is left to prepare), so that its start does not take the
+    # CPU the first preparations need; another each time answered jobs waited for a free writer.
+    start_writer: Callable[[], bool] = field(default=lambda: False)
 
 
 class Driver:
@@ -127,6 +128,7 @@ class Driver:
         lease_seconds: float = 60.0,
         tick_seconds: float = 0.5,
         claim_window: int | Callable[[], int] = 64,
+        writer_grow_seconds: float = 2.0,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -134,6 +136,7 @@ class Driver:
         self._parts = parts
         self._lease_seconds = lease_seconds
         self._tick_seconds = tick_seconds
+        self._grow_seconds = writer_grow_seconds
         # A callable window follows the prepare cap as the cluster grows or shrinks.
         self._window = claim_window if callable(claim_window) else (lambda: claim_window)
         self._sleep = sleep
@@ -162,6 +165,8 @@ class Driver:
         self._swept = self._asked_urgent = -1e9
         self._flushing: bool | None = None
         self._writers_started = False
+        self._more_writers = True  # fewer than RESULT_WORKERS started
+        self._short_since: float | None = None  # since when answered jobs wait with every writer busy
         self._last_move: Any = None
         self.add(state.get_jobs(job_ids))
 
@@ -349,8 +354,12 @@ class Driver:
                 log.warning("job %d: %s", report.job_id, report.error)
             if not self._candidates:
                 self._asked_answered = -1e9  # look for the next job now, not at the next poll
-        if not writers.idle_count:
-            return
+        if writers.idle_count:
+            self._admit()
+        self._grow_writers()
+
+    def _admit(self) -> None:
+        writers = self._parts.writers
         now = self._monotonic()
         if not self._candidates or now - self._asked_answered >= ANSWERED_POLL_SECONDS:
             self._asked_answered = now
@@ -368,7 +377,22 @@ class Driver:
         at once for urgent work, whose time to documents counts more than the first chunk's."""
         if not self._writers_started and (self._offered or self._urgent or self._preparing_nothing()):
             self._writers_started = True
-            self._parts.start_writers()
+            self._more_writers = self._parts.start_writer()
+            while self._urgent and self._more_writers:
+                self._more_writers = self._parts.start_writer()
+
+    def _grow_writers(self) -> None:
+        """Another writer once answered jobs waited ``writer_grow_seconds`` with every writer busy: a
+        small run keeps one writer's process and memory, a backlog soon has RESULT_WORKERS."""
+        short = self._more_writers and self._parts.writers.short_of_writers(self._candidates)
+        now = self._monotonic()
+        if not short:
+            self._short_since = None
+        elif self._short_since is None:
+            self._short_since = now
+        if self._short_since is not None and now - self._short_since >= self._grow_seconds:
+            self._short_since = None
+            self._more_writers = self._parts.start_writer()
 
     def _preparing_nothing(self) -> bool:
         intake = self._parts.intake

@@ -47,6 +47,11 @@ def admissible(in_flight_mb: float, size_mb: float, budget_mb: float, running: i
     return running == 0 or in_flight_mb + size_mb <= budget_mb
 
 
+def _order(job: JobRecord) -> tuple[bool, int]:
+    """The order jobs are written in: urgent first, then by id."""
+    return job.priority is not URGENT, job.id
+
+
 @dataclass
 class _Running:
     writer: Any
@@ -130,6 +135,19 @@ class WriterPool:
     def idle_count(self) -> int:
         return len(self._placed())
 
+    def short_of_writers(self, answered: Sequence[JobRecord]) -> bool:
+        """True when every writer is busy (none is still being placed or restarted) and the next of
+        ``answered`` would be admitted under the budget if one were free: another writer would have
+        work at once."""
+        if self._placed() or self._placing or self._restarting or not self._running:
+            return False
+        skip = {r.lease.job_id for r in self._running.values()} | self.gone
+        waiting = [j for j in answered if j.id not in skip]
+        if not waiting:
+            return False
+        first = min(waiting, key=_order)
+        return admissible(self.in_flight_mb, first.size_bytes / MIB, self._budget_mb, len(self._running))
+
     def holds(self, job_id: int) -> bool:
         """True while one of the writers writes this job."""
         return any(r.lease.job_id == job_id for r in self._running.values())
@@ -168,7 +186,7 @@ class WriterPool:
         skip = {r.lease.job_id for r in self._running.values()} | self.gone
         chosen: list[tuple[JobRecord, float]] = []
         free, in_flight_mb, running = len(self._placed()), self.in_flight_mb, len(self._running)
-        for job in sorted(answered, key=lambda j: (j.priority is not URGENT, j.id)):
+        for job in sorted(answered, key=_order):
             if len(chosen) >= free:
                 break
             if job.id in skip:

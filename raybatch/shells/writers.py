@@ -37,19 +37,21 @@ class WriterActor:
 
 
 def start_writers(settings: Settings, run_id: str) -> list[Any]:
-    """RESULT_WORKERS writer actors, each reserving MAX_CONCURRENT_MB / RESULT_WORKERS of the resource."""
+    """RESULT_WORKERS writer actors (see ``start_writer``)."""
+    return [start_writer(settings, run_id, i) for i in range(settings.section(WriterSettings).result_workers)]
+
+
+def start_writer(settings: Settings, run_id: str, index: int) -> Any:
+    """Writer actor ``index`` of a run, reserving MAX_CONCURRENT_MB / RESULT_WORKERS of the resource."""
     writers = settings.section(WriterSettings)
     share = writers.max_concurrent_mb / writers.result_workers
     if share <= 0:
         raise ConfigError("MAX_CONCURRENT_MB must leave each writer a share")
-    actor = ray.remote(WriterActor)
-    return [
-        actor.options(
-            name=f"ResultWriter-{i}-{run_id}",
-            resources={writers.result_resource: share},
-            num_cpus=0,
-            max_restarts=-1,
-            max_task_retries=0,
-        ).remote(settings.for_writers())
-        for i in range(writers.result_workers)
-    ]
+    actor = ray.remote(WriterActor).options(
+        name=f"ResultWriter-{index}-{run_id}",
+        resources={writers.result_resource: share},
+        num_cpus=0,
+        max_restarts=-1,
+        max_task_retries=0,
+    )
+    return actor.remote(settings.for_writers())

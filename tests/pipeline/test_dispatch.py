@@ -107,6 +107,21 @@ def test_an_oversize_job_waits_until_nothing_runs(state: SqlStateStore) -> None:
     assert harness.log == [("start", small), ("end", small), ("start", big)]
 
 
+def test_a_pool_is_short_of_writers_only_when_all_are_busy_and_the_next_job_fits_the_budget(
+    state: SqlStateStore,
+) -> None:
+    first = answered_job(state, 1, 4)
+    answered_job(state, 2, 4)  # fits beside the first
+    big = answered_job(state, 3, 50)
+    harness = Harness(state, writers=1, budget_mb=10)
+    assert not harness.pool.short_of_writers(harness.answered())  # the writer is idle
+    harness.pool.tick([j for j in harness.answered() if j.id == first])
+    assert harness.pool.short_of_writers(harness.answered())  # busy, and the next job would fit
+    waiting = [j for j in harness.answered() if j.id == big]
+    assert not harness.pool.short_of_writers(waiting)  # another writer could not take it yet
+    assert not harness.pool.short_of_writers([])  # nothing waits
+
+
 class CountingClaims:
     """The state store, counting the claims made through it."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -264,18 +265,75 @@ def test_writers_start_once_a_job_is_prepared_or_when_nothing_is_to_be_prepared(
     parts = driver_parts(state, tasks, [], lambda: StandInCoordinator(CoordinatorState(state)))
     started: list[int] = []
 
-    def start() -> None:  # what the pipeline does: start the writer actors, then hand them over
+    def start() -> bool:  # what the pipeline does: start a writer actor, then hand it over
         started.append(len(tasks.launched))
         parts.writers.grow([StandInWriter(state, log)])
+        return len(started) < 2
 
     def wait(refs: list[Any], timeout: float) -> None:  # each wake-up: the prepare tasks end
         for ref in tasks.refs:
             ref.done = True
 
-    parts.start_writers, parts.wait = start, wait
+    parts.start_writer, parts.wait = start, wait
     ended = Driver(state, jobs, parts, **Pauses([]).paced()).run()
 
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
-    # Preparing: the writers start after the first tasks were launched (and ended), not before them;
-    # urgent work and work with nothing to prepare start them at once.
-    assert started == ([2] if work == "to prepare" else [0])
+    # Preparing: the first writer starts after the first tasks were launched (and ended), not before
+    # them; work with nothing to prepare starts it at once, and urgent work every writer at once.
+    assert started == {"to prepare": [2], "already answered": [0], "urgent": [0, 0]}[work]
+
+
+class TimedWriter(StandInWriter):
+    """A writer whose writes each take ``seconds`` on the test's clock."""
+
+    def __init__(self, state: SqlStateStore, clock: FakeClock, seconds: float) -> None:
+        super().__init__(state, [], hold=True)
+        self.clock, self.seconds = clock, seconds
+        self.began: dict[int, float] = {}
+        self.started_at = clock.monotonic()
+
+    def remote(self, lease: Any) -> Any:
+        ref = super().remote(lease)
+        self.began[id(ref)] = self.clock.monotonic()
+        return ref
+
+    def due(self) -> float:
+        """Seconds until the next of its writes ends (inf: none is running)."""
+        running = [self.began[id(r)] + self.seconds for r in self.refs if not r.done]
+        return min(running, default=float("inf")) - self.clock.monotonic()
+
+    def end_due(self) -> None:
+        for ref in self.refs:
+            ref.done = ref.done or self.began[id(ref)] + self.seconds <= self.clock.monotonic() + 1e-9
+
+
+@pytest.mark.parametrize(("write_seconds", "writers_started"), [(0.1, 1), (1.0, 3)])
+def test_another_writer_starts_only_while_answered_jobs_wait_for_one(
+    state: SqlStateStore, write_seconds: float, writers_started: int
+) -> None:
+    jobs = [answered_job(state, n) for n in range(12)]
+    pauses = Pauses([])
+    clock = pauses.clock
+    parts = driver_parts(state, StandInTasks(), [], lambda: StandInCoordinator(CoordinatorState(state)))
+    writers: list[TimedWriter] = []
+
+    def start() -> bool:  # RESULT_WORKERS=3
+        writers.append(TimedWriter(state, clock, write_seconds))
+        parts.writers.grow(writers[-1:])
+        return len(writers) < 3
+
+    def wait(refs: list[Any], timeout: float) -> None:  # Ray's wait: until a write ends, or the timeout
+        clock.advance(max(0.0, min([timeout] + [w.due() for w in writers])))
+        for writer in writers:
+            writer.end_due()
+
+    parts.start_writer, parts.wait = start, wait
+    ended = Driver(state, jobs, parts, writer_grow_seconds=2.0, **pauses.paced()).run()
+
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * 12
+    # One writer that keeps up stays alone (12 writes in 1.2 s); slow writes bring another each
+    # time jobs waited 2 s for a writer, up to RESULT_WORKERS.
+    assert len(writers) == writers_started
+    starts = [w.started_at for w in writers]
+    assert all(later - earlier >= 2.0 for earlier, later in itertools.pairwise(starts))
+    assert sum(len(w.refs) for w in writers) == 12

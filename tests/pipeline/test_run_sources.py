@@ -39,7 +39,9 @@ def test_writers_hold_at_most_the_budget(
     """Six bundles of 0.6-1.6 MB through four writers with a 2 MB budget."""
     files = sorted(b["file"] for b in corpus_run.truth["bundles"])
     truth = corpus_subset(corpus_run, files, tmp_path / "in")
-    settings = warm_settings(corpus_run, tmp_path / "home", emulator, max_concurrent_mb=2, result_workers=4)
+    settings = warm_settings(
+        corpus_run, tmp_path / "home", emulator, max_concurrent_mb=2, result_workers=4, writer_grow_seconds=0
+    )
     report = run(settings, str(tmp_path / "in"))
     assert report.ok
     assert len(report.writes) == len(files)
