@@ -63,6 +63,7 @@ class EndToEnd:
     writer_report_peak_mb: float  # the largest one writer reported (its ru_maxrss)
     sources_peak_mb: float  # source MB the writers held at once, from the write intervals
     write_seconds: float = 0.0  # the writers' busy time, summed over jobs
+    writers: int = 0  # writer processes the run started (RESULT_WORKERS at most)
     first_chunk_at: float | None = None  # seconds into the run when the first chunk was prepared
     prepared_at: float | None = None  # ... when every page was prepared
     answered_at: float | None = None  # ... and when every job had its answers
@@ -153,6 +154,7 @@ def figures(settings: Settings, cores: int, single: Timing, prepare: Timing, e2e
         "writer_idle_mb": round(e2e.writer_idle_mb, 1),
         "writer_report_peak_mb": round(e2e.writer_report_peak_mb, 1),
         "writer_sources_peak_mb": round(e2e.sources_peak_mb, 2),
+        "writers_started": e2e.writers,
         "result_workers": settings.result_workers,
         "max_concurrent_mb": settings.max_concurrent_mb,
         "poll_interval": settings.poll_interval,
@@ -182,7 +184,8 @@ def report(result: dict[str, Any], say: Callable[[str], None] = print) -> None:
         f"(lower bound {r['batches_lower_bound']})"
     )
     say(
-        f"writers ({r['result_workers']}): peak RSS {r['writer_peak_mb']:.0f} MB together "
+        f"writers ({r['writers_started']} started of RESULT_WORKERS {r['result_workers']}): "
+        f"peak RSS {r['writer_peak_mb']:.0f} MB together "
         f"({r['writer_idle_mb']:.0f} MB idle), sources held at once {r['writer_sources_peak_mb']:.1f} MB; "
         f"MAX_CONCURRENT_MB {r['max_concurrent_mb']}"
     )

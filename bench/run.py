@@ -10,6 +10,7 @@ Measures, on image-only pages with OCR off by default (``--ocr`` turns an engine
   e2e_over_prepare             a whole run against a zero-latency emulator / the prepare stage alone
   batches, batches_lower_bound batches created / ⌈request bytes / BATCH_MAX_MB⌉ (5 MB here, so several)
   writer_peak_mb               the writer processes' summed RSS at its peak, against MAX_CONCURRENT_MB
+  writers_started              writer processes the run started (one, then more while answered jobs wait)
 Starts and stops its own local Ray; everything is written under a temporary folder.
 Human-readable lines first, then one JSON object on the last line.
 """

@@ -114,6 +114,7 @@ def end_to_end(settings: Settings, paths: Sequence[Path]) -> EndToEnd:
         writer_report_peak_mb=max((w.peak_rss_mb for w in writes), default=0.0),
         sources_peak_mb=sources_peak_mb((w.started, w.ended, w.source_mb) for w in writes),
         write_seconds=sum(w.ended - w.started for w in writes),
+        writers=sampler.most,
         first_chunk_at=phases.first_chunk_at,
         prepared_at=phases.prepared_at,
         answered_at=phases.answered_at,
@@ -160,6 +161,7 @@ class WriterMemory:
         self.idle_mb = 0.0  # the most seen before the first write began: the writers' own cost
         self._wrote = False
         self._writers: list[psutil.Process] = []
+        self.most = 0  # writer processes seen at once
         self._found = -1e9
 
     def __enter__(self) -> WriterMemory:
@@ -174,6 +176,7 @@ class WriterMemory:
         while not self._stop.wait(self._every):
             if time.monotonic() - self._found >= self._find_every:
                 self._found, self._writers = time.monotonic(), _writer_processes()
+                self.most = max(self.most, len(self._writers))
             total, writing = _writers_rss_mb(self._writers)
             self._wrote = self._wrote or writing
             if not self._wrote:
