@@ -234,13 +234,15 @@ class WriterPool:
         done, _ = self._wait(list(self._running), num_returns=len(self._running), timeout=0)
         for ref in done:
             running = self._running.pop(ref)
-            self._idle.append(running.writer)
             try:
                 report: WriteReport = self._get(ref)
             except RayError as exc:  # the writer process died: the job goes back to be written again
                 log.warning("writer died on job %d: %s", running.lease.job_id, error_class(exc))
                 self._release(running.lease)
+                # Ray restarts it; a call sent meanwhile would fail too, and cost its job a try.
+                self._restarting[running.writer] = None
                 continue
+            self._idle.append(running.writer)
             finished.append(report)
             self.reports.append(report)
         return finished

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from clock import FakeClock
 from driver_support import pending_job
+from ray.exceptions import ActorDiedError
 
 from raybatch.loops.writer_pool import WriterPool, admissible
 from raybatch.models import JobStatus, Lease
@@ -165,6 +166,45 @@ def test_admissible(in_flight: float, size: float, running: int, expected: bool)
 
 def _only_readiness(refs: list[Any], num_returns: int, timeout: float) -> tuple[list[Any], list[Any]]:
     return [r for r in refs if r == "up"], [r for r in refs if r != "up"]
+
+
+def test_a_writer_whose_process_died_takes_work_again_only_once_ray_restarted_it(
+    state: SqlStateStore,
+) -> None:
+    """A SIGKILLed writer's call fails; while Ray restarts it, a call to it would fail as well and
+    cost the job another try. The job waits for the writer to answer again."""
+    writer, up = FakeWriter([]), {"now": False}
+
+    def wait(refs: list[Any], num_returns: int, timeout: float) -> tuple[list[Any], list[Any]]:
+        done = [r for r in refs if r != "ready" or up["now"]]  # a write ends at once: its process died
+        return done, [r for r in refs if r not in done]
+
+    def get(ref: Any) -> None:
+        if ref != "ready":
+            raise ActorDiedError()
+
+    pool = WriterPool(
+        [writer],
+        state,
+        budget_mb=100,
+        worker_id="test",
+        lease_seconds=60,
+        max_attempts=3,
+        wait=wait,
+        get=get,
+        probe=lambda writer: "ready",
+    )
+    job = answered_job(state, 1, size_mb=1)
+    assert pool.admit(state.list_jobs([JobStatus.ANSWERED])) == [job]
+    assert pool.collect() == []
+    assert state.get_job(job).status is JobStatus.ANSWERED, "the job goes back to be written again"
+    for _ in range(3):
+        pool.collect()
+        assert pool.admit(state.list_jobs([JobStatus.ANSWERED])) == [], "no call while it restarts"
+    up["now"] = True
+    pool.collect()
+    assert pool.admit(state.list_jobs([JobStatus.ANSWERED])) == [job]
+    assert state.get_job(job).attempts == 2, "the death cost one try, the restart none"
 
 
 def test_a_write_past_its_time_limit_restarts_its_writer_and_goes_again_then_fails(
