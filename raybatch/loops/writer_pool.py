@@ -141,12 +141,16 @@ class WriterPool:
         work at once."""
         if self._placed() or self._placing or self._restarting or not self._running:
             return False
-        skip = {r.lease.job_id for r in self._running.values()} | self.gone
+        skip = self._taken()
         waiting = [j for j in answered if j.id not in skip]
         if not waiting:
             return False
         first = min(waiting, key=_order)
         return admissible(self.in_flight_mb, first.size_bytes / MIB, self._budget_mb, len(self._running))
+
+    def _taken(self) -> set[int]:
+        """Jobs not to admit: the ones being written, and the ones another driver took."""
+        return {r.lease.job_id for r in self._running.values()} | self.gone
 
     def holds(self, job_id: int) -> bool:
         """True while one of the writers writes this job."""
@@ -183,7 +187,7 @@ class WriterPool:
 
     def _choose(self, answered: Sequence[JobRecord]) -> list[tuple[JobRecord, float]]:
         """The jobs (with their MB) the idle writers may take now, in order, within the budget."""
-        skip = {r.lease.job_id for r in self._running.values()} | self.gone
+        skip = self._taken()
         chosen: list[tuple[JobRecord, float]] = []
         free, in_flight_mb, running = len(self._placed()), self.in_flight_mb, len(self._running)
         for job in sorted(answered, key=_order):

@@ -164,6 +164,15 @@ def test_admissible(in_flight: float, size: float, running: int, expected: bool)
     assert admissible(in_flight, size, 20, running) is expected
 
 
+def one_writer_pool(
+    state: SqlStateStore, writer: FakeWriter, *, max_attempts: int, **parts: Any
+) -> WriterPool:
+    """A pool of one writer and a 100 MB budget; ``parts``: its Ray stand-ins (wait, get, probe...)."""
+    return WriterPool(
+        [writer], state, budget_mb=100, worker_id="test", lease_seconds=60, max_attempts=max_attempts, **parts
+    )
+
+
 def _only_readiness(refs: list[Any], num_returns: int, timeout: float) -> tuple[list[Any], list[Any]]:
     return [r for r in refs if r == "up"], [r for r in refs if r != "up"]
 
@@ -183,17 +192,7 @@ def test_a_writer_whose_process_died_takes_work_again_only_once_ray_restarted_it
         if ref != "ready":
             raise ActorDiedError()
 
-    pool = WriterPool(
-        [writer],
-        state,
-        budget_mb=100,
-        worker_id="test",
-        lease_seconds=60,
-        max_attempts=3,
-        wait=wait,
-        get=get,
-        probe=lambda writer: "ready",
-    )
+    pool = one_writer_pool(state, writer, max_attempts=3, wait=wait, get=get, probe=lambda writer: "ready")
     job = answered_job(state, 1, size_mb=1)
     assert pool.admit(state.list_jobs([JobStatus.ANSWERED])) == [job]
     assert pool.collect() == []
@@ -214,12 +213,9 @@ def test_a_write_past_its_time_limit_restarts_its_writer_and_goes_again_then_fai
     the job is written again within its attempts and fails ``TimeLimitExceeded`` on its last one."""
     log: list[tuple[str, int]] = []
     writer, clock, killed = FakeWriter(log), FakeClock(), []
-    pool = WriterPool(
-        [writer],
+    pool = one_writer_pool(
         state,
-        budget_mb=100,
-        worker_id="test",
-        lease_seconds=60,
+        writer,
         max_attempts=2,
         wait=_only_readiness,  # the writes never end; a restarted writer answers at once
         get=lambda ref: None,
