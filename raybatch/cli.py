@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cut = len(words)
     args = parser.parse_args(words[:cut])
     args.after_dashes = words[cut + 1 :]
-    from raybatch.console import log_through_rich
+    from raybatch.terminal import log_through_rich
 
     log_through_rich(logging.INFO if args.verbose else logging.WARNING)
     handler: Callable[[argparse.Namespace], int] = args.handler
@@ -175,7 +175,8 @@ def cmd_emulator(args: argparse.Namespace) -> int:
 
 
 def cmd_workload(args: argparse.Namespace) -> int:
-    from raybatch import console, workload
+    from raybatch import terminal as console
+    from raybatch import workload
 
     settings = settings_from(args)
     if args.workload_command == "hold":

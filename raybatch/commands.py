@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from raybatch import console as out
+from raybatch import terminal as out
 from raybatch.cancel import LIVE_STATUSES, live_jobs_of, unneeded_batches
 from raybatch.cancel import cancel_jobs as cancel_jobs_in
 from raybatch.claude.batch_client import AnthropicBatchClient

@@ -24,7 +24,6 @@ import ray
 from pydantic import SecretStr
 from ray.exceptions import RayError, RayTaskError
 
-from raybatch.console import ProgressBars
 from raybatch.loops.driver import Driver, DriverParts, Progress
 from raybatch.loops.scheduler import SAVE_JOBS, SAVE_SECONDS, PrepareScheduler, failure_reason
 from raybatch.loops.writer_pool import WriterPool
@@ -41,6 +40,7 @@ from raybatch.sources import SourceFile, SourceListing, iter_sources, list_sourc
 from raybatch.spend import start_run
 from raybatch.state import StateStore, open_state
 from raybatch.steps.pack import megabytes
+from raybatch.terminal import ProgressBars
 from raybatch.work.writer import WriteReport
 from raybatch.workload import Budget, Sizing, open_budget
 

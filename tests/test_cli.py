@@ -10,7 +10,7 @@ import pytest
 from rich.logging import RichHandler
 
 import raybatch
-from raybatch import console
+from raybatch import terminal as console
 from raybatch.cli import main
 from raybatch.ids import sha256_file
 from raybatch.models import DocumentRecord, JobStatus, SourceKind

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from rich.console import Console, RenderableType
 
-from raybatch.console import ProgressBars, document_list_table
 from raybatch.loops.driver import Progress
 from raybatch.models import DocumentRecord
+from raybatch.terminal import ProgressBars, document_list_table
 
 
 def text_of(renderable: RenderableType) -> str:
