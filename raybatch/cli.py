@@ -57,7 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     cut = words.index("--") if "--" in words else len(words)
     if not {"workload", "hold"} <= set(words[:cut]):
         cut = len(words)
-    args = parser.parse_args(words[:cut])
+    head, verbose, config = _global_options(words[:cut])
+    args = parser.parse_args(head)
+    args.verbose, args.config = verbose, config
     args.after_dashes = words[cut + 1 :]
     from raybatch.terminal import log_through_rich
 
@@ -80,6 +82,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"unexpected {type(exc).__name__}: {mask_url(str(exc))} (-v shows the traceback)", 1)
 
 
+def _global_options(words: list[str]) -> tuple[list[str], bool, str | None]:
+    """``-v`` and ``--config FILE`` anywhere on the line (before a ``--``): the rest, and their values."""
+    rest: list[str] = []
+    verbose, config = False, None
+    it = iter(words)
+    for word in it:
+        if word in ("-v", "--verbose"):
+            verbose = True
+        elif word == "--config":
+            config = next(it, None)
+            if config is None:
+                raise SystemExit(_fail("--config needs a FILE", 2))
+        elif word.startswith("--config="):
+            config = word.split("=", 1)[1]
+        else:
+            rest.append(word)
+    return rest, verbose, config
+
+
 def _fail(message: str, code: int) -> int:
     """One line on stderr, and the exit code."""
     print(f"raybatch: {message}", file=sys.stderr)
@@ -88,7 +109,13 @@ def _fail(message: str, code: int) -> int:
 
 def settings_from(args: argparse.Namespace, **more: Any) -> Settings:
     """The settings: environment first, then the flags given on the command line (and ``more``)."""
-    return load_settings(**{**more, **setting_overrides(args, _FLAGGED)})
+    return load_settings(config_file=args.config, **{**more, **setting_overrides(args, _FLAGGED)})
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from raybatch.config_view import show_config
+
+    return show_config(config_file=args.config, as_json=args.json)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -210,7 +237,12 @@ def _set_paused(args: argparse.Namespace, paused: bool) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="raybatch", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log progress details (anywhere on the line)"
+    )
+    parser.add_argument(
+        "--config", metavar="FILE", help="a TOML settings file (default: ./raybatch.toml if present)"
+    )
     parser.add_argument("--version", action="version", version=f"raybatch {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _run_parser(sub)
@@ -251,6 +283,9 @@ def _parser() -> argparse.ArgumentParser:
     samples.set_defaults(handler=cmd_samples)
     _emulator_parser(sub)
     _workload_parser(sub)
+    config = sub.add_parser("config", help="the effective settings and where each came from (secrets masked)")
+    config.add_argument("--json", action="store_true", help="print one JSON object")
+    config.set_defaults(handler=cmd_config)
     return parser
 
 

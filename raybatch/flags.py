@@ -12,6 +12,7 @@ from typing import Any, get_args
 from pydantic.fields import FieldInfo
 
 from raybatch.settings import Settings
+from raybatch.settings_sources import env_name
 
 # Flags not spelled as their setting (``--batch-size`` for ``batch_size`` needs no entry here).
 FLAG_NAMES = {
@@ -59,4 +60,4 @@ def _help(name: str, field: FieldInfo) -> str:
     default = field.default.value if isinstance(field.default, Enum) else field.default
     shown = "" if default is None or default is False or str(default) == "" else f", default {default}"
     about = f"{field.description} " if field.description else ""
-    return f"{about}({name.upper()}{shown})".replace("%", "%%")
+    return f"{about}({env_name(name)}{shown})".replace("%", "%%")

@@ -1,11 +1,14 @@
 """The one settings object: built once at an entrypoint, handed down section by section.
 
-Field names are the environment names (case-insensitive): ``POLL_INTERVAL=5`` sets ``poll_interval``.
-Each section is a frozen pydantic model; ``Settings`` inherits them all, so a field is declared once.
+A field ``poll_interval`` is set by ``--poll-interval`` where a command has the flag, then
+``RAYBATCH_POLL_INTERVAL``, then ``poll_interval`` in ``raybatch.toml`` (``raybatch.settings_sources``
+says how names are read). Each section is a frozen pydantic model; ``Settings`` inherits them all, so a
+field is declared once.
 """
 
 from __future__ import annotations
 
+import contextvars
 import re
 from collections.abc import Mapping
 from enum import StrEnum
@@ -21,10 +24,11 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from raybatch.errors import ConfigError
 from raybatch.models import ProcessingMode
+from raybatch.settings_sources import Origin, RaybatchSources, env_name, legacy_names, sources_for
 
 if TYPE_CHECKING:
     from raybatch.cost import ModelPrices
@@ -228,11 +232,21 @@ class Settings(
     WorkloadSettings,
     RaySettings,
 ):
-    """Every knob of raybatch, read from the environment (and ``.env``) once."""
+    """Every knob of raybatch, read once from flags, the environment, ``.env`` and ``raybatch.toml``."""
 
-    model_config = SettingsConfigDict(
-        case_sensitive=False, extra="ignore", frozen=True, env_file=".env", env_file_encoding="utf-8"
-    )
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        reader = _READER.get() or RaybatchSources(settings_cls.model_fields, None)
+        return (init_settings, *sources_for(settings_cls, reader))
 
     raybatch_home: Path = Path("raybatch-data")
 
@@ -326,8 +340,13 @@ class CoordinatorActorSettings(_Section):
 
 
 def secret_env_names(environ: Mapping[str, str]) -> list[str]:
-    """The names in ``environ`` that hold a secret setting (any case, as settings read them)."""
-    secret = {name.upper() for name, field in Settings.model_fields.items() if _is_secret(field.annotation)}
+    """The names in ``environ`` that hold a secret setting (under any name settings read it by)."""
+    secret = {
+        name.upper()
+        for field, info in Settings.model_fields.items()
+        if _is_secret(info.annotation)
+        for name in (env_name(field), *legacy_names(field, info))
+    }
     return sorted(name for name in environ if name.upper() in secret)
 
 
@@ -336,17 +355,40 @@ def _is_secret(annotation: Any) -> bool:
     return any(isinstance(kind, type) and issubclass(kind, SecretStr) for kind in kinds)
 
 
-def load_settings(**overrides: Any) -> Settings:
-    """Build the settings from the environment plus explicit overrides; one clear error if invalid."""
+_READER: contextvars.ContextVar[RaybatchSources | None] = contextvars.ContextVar("_READER", default=None)
+
+
+def load_settings(*, config_file: Path | str | None = None, **overrides: Any) -> Settings:
+    """Build the settings from flags (``overrides``), the environment and the config file; one clear
+    error if invalid."""
+    return load_settings_with_origins(config_file=config_file, **overrides)[0]
+
+
+def load_settings_with_origins(
+    *, config_file: Path | str | None = None, **overrides: Any
+) -> tuple[Settings, dict[str, Origin]]:
+    """The settings, and where each value that is not a default came from."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    reader = RaybatchSources(Settings.model_fields, Path(config_file) if config_file else None)
+    token = _READER.set(reader)
     try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+        settings = Settings(**given)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']).upper() or 'SETTINGS'}: "
-            f"{err['msg'].removeprefix('Value error, ')}"
-            for err in exc.errors()
-        )
-        raise ConfigError(f"invalid settings: {problems}") from None
+        raise ConfigError(f"invalid settings: {_problems(exc)}") from None
+    finally:
+        _READER.reset(token)
+    return settings, {**reader.origins, **{key: Origin("flag") for key in given}}
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{_setting_name(err['loc'])}: {err['msg'].removeprefix('Value error, ')}" for err in exc.errors()
+    )
+
+
+def _setting_name(loc: tuple[Any, ...]) -> str:
+    field = ".".join(str(p) for p in loc)
+    return env_name(field) if field in Settings.model_fields else field.upper() or "SETTINGS"
 
 
 def model_prices(claude: RequestSettings) -> ModelPrices:
