@@ -227,7 +227,7 @@ def _set_paused(args: argparse.Namespace, paused: bool) -> int:
     from raybatch.state import open_state
 
     settings = settings_from(args)
-    state = open_state(settings.section(StateSettings))
+    state = open_state(settings.section(StateSettings), existing=True)
     if not paused:
         raise_caps(state, settings.max_cost_usd, settings.max_daily_cost_usd)
     state.set_paused(paused)

@@ -118,7 +118,7 @@ def run_demo(
 
 def show_status(settings: Settings, *, as_json: bool = False, list_jobs: bool = False) -> int:
     """The state of every job on this database."""
-    state = open_state(settings.section(StateSettings))
+    state = open_state(settings.section(StateSettings), existing=True)
     summary = status_summary(state, model_prices(settings))
     if list_jobs:
         summary["job_list"] = [
@@ -145,16 +145,14 @@ def cancel_jobs(
     """Cancel jobs that have not ended (named, every live one, or those of a source): their
     preparation stops, their batch is canceled at the API once no live job is left in it, their
     writer is fenced, and what they wrote is removed."""
-    state = open_state(settings.section(StateSettings))
+    state = open_state(settings.section(StateSettings), existing=True)
     store = open_store(settings.section(StoreSettings))
     if every_live or source is not None:
         live = state.list_jobs(LIVE_STATUSES)
         chosen = [j.id for j in live] if every_live else live_jobs_of(live, _source_uri(source or ""))
     else:
         chosen = list(job_ids)
-        unknown = sorted(set(chosen) - {j.id for j in state.get_jobs(chosen)})
-        if unknown:
-            raise ConfigError(f"no job {', '.join(map(str, unknown))} in {settings.database_url}")
+        require_known_jobs(state, chosen, settings)
     if not chosen:
         print("no live jobs to cancel" if every_live or source else "name job ids, --all or --source")
         return 0 if every_live or source else 2
@@ -165,6 +163,13 @@ def cancel_jobs(
         print(f"{len(canceled)} jobs canceled: {canceled}")
         _cancel_batches(settings, state)
     return 0 if len(canceled) == len(chosen) else 1
+
+
+def require_known_jobs(state: StateStore, job_ids: Sequence[int], settings: Settings) -> None:
+    """One error (exit 2) for job ids this database does not have, the same for every command."""
+    unknown = sorted(set(job_ids) - {j.id for j in state.get_jobs(list(job_ids))})
+    if unknown:
+        raise ConfigError(f"no job {', '.join(map(str, unknown))} in {settings.database_url}")
 
 
 def _cancel_batches(settings: Settings, state: StateStore) -> None:
@@ -195,7 +200,8 @@ def urgent_jobs(
     """Registered jobs become urgent where that can still change anything; says what each did."""
     from raybatch.priority import jobs_named, make_urgent
 
-    state = open_state(settings.section(StateSettings))
+    state = open_state(settings.section(StateSettings), existing=True)
+    require_known_jobs(state, job_ids, settings)
     chosen = jobs_named(state, job_ids, source)
     if not chosen:
         print(f"no jobs registered from {source}" if source else "name job ids, or --source URI")
@@ -203,14 +209,13 @@ def urgent_jobs(
     outcomes = make_urgent(state, chosen, pull=pull)
     for outcome in outcomes:
         print(f"job {outcome.job_id}: {outcome.message}")
-    for job_id in sorted(set(chosen) - {o.job_id for o in outcomes}):
-        print(f"job {job_id}: no such job")
     return 0 if len(outcomes) == len(set(chosen)) else 1
 
 
 def retry_jobs(settings: Settings, job_ids: Sequence[int], *, every_failed: bool = False) -> int:
     """Failed jobs go back to pending: the next run of their source redoes only what failed."""
-    state = open_state(settings.section(StateSettings))
+    state = open_state(settings.section(StateSettings), existing=True)
+    require_known_jobs(state, job_ids, settings)
     chosen = [j.id for j in state.list_jobs([JobStatus.FAILED])] if every_failed else list(job_ids)
     if not chosen:
         print("no failed jobs to retry" if every_failed else "name job ids, or --failed")
@@ -261,7 +266,7 @@ def read_truth(path: Path) -> dict[str, Any]:
 def run_eval(settings: Settings, truth: Mapping[str, Any], *, as_json: bool = False) -> int:
     """Boundary precision/recall/F1, over- and under-splits and type accuracy against ``truth``."""
     out.show(
-        evaluate_run(open_state(settings.section(StateSettings)), truth),
+        evaluate_run(open_state(settings.section(StateSettings), existing=True), truth),
         out.evaluation_table,
         as_json=as_json,
     )

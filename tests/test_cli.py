@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.logging import RichHandler
@@ -120,10 +121,29 @@ def one_line(err: str) -> str:
     return lines[0]
 
 
-def test_cancel_of_an_unknown_job_is_one_line_and_exit_2(db: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["cancel", "999", "--db", db]) == 2
+@pytest.mark.parametrize("command", ["cancel", "urgent", "retry"])
+def test_an_unknown_job_is_one_line_and_exit_2_for_every_command(
+    db: str, state: Any, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, "999", "--db", db]) == 2
 
     assert one_line(capsys.readouterr().err).startswith("raybatch: no job 999 in sqlite:///")
+
+
+@pytest.mark.parametrize(
+    "words", [["status"], ["cancel", "1"], ["urgent", "1"], ["retry", "1"], ["pause"], ["resume"]]
+)
+def test_commands_that_need_a_database_never_create_one(
+    tmp_path: Path, words: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nodir" / "x.db"
+    assert main([*words, "--db", f"sqlite:///{missing}"]) == 2
+
+    assert (
+        one_line(capsys.readouterr().err)
+        == f"raybatch: no database at {missing}: run `raybatch run` first, or name one with --db"
+    )
+    assert not missing.parent.exists()
 
 
 @pytest.mark.parametrize(
@@ -182,7 +202,7 @@ def test_an_unexpected_error_is_one_masked_line_and_its_traceback_only_with_v(
     assert "Traceback" in err and "broken" in err and "hunter2" not in err.split("Traceback")[0]
 
 
-def test_log_records_go_through_the_progress_bars_console(db: str) -> None:
+def test_log_records_go_through_the_progress_bars_console(db: str, state: Any) -> None:
     assert main(["status", "--db", db]) == 0
 
     handlers = [h for h in logging.getLogger().handlers if isinstance(h, RichHandler)]

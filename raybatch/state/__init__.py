@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TypeVar
 
+from raybatch.errors import ConfigError
 from raybatch.settings import StateSettings
 from raybatch.state.base import Clock, SqlBase, parse_url, utc_now
 from raybatch.state.port import BatchRecord, ErrorRecord, StateStore
@@ -26,8 +27,11 @@ __all__ = [
 StoreT = TypeVar("StoreT", bound=SqlBase)
 
 
-def open_state(settings: StateSettings, *, now: Clock = utc_now) -> SqlStateStore:
-    """Open the configured database, creating a SQLite file's folder, with the schema at head."""
+def open_state(settings: StateSettings, *, now: Clock = utc_now, existing: bool = False) -> SqlStateStore:
+    """Open the configured database, creating a SQLite file's folder, with the schema at head.
+    ``existing``: for commands that only read, a SQLite file that is not there is an error, not made."""
+    if existing:
+        require_existing(settings)
     store = _open(SqlStateStore, settings, now)
     store.database_id()  # made with the schema, so the database's outputs have a home from the start
     return store
@@ -36,6 +40,16 @@ def open_state(settings: StateSettings, *, now: Clock = utc_now) -> SqlStateStor
 def open_workload(settings: StateSettings, *, now: Clock = utc_now) -> SqlWorkloadStore:
     """Open the configured database's workload budget, the same way as ``open_state``."""
     return _open(SqlWorkloadStore, settings, now)
+
+
+def require_existing(settings: StateSettings) -> None:
+    """Refuse a SQLite database that does not exist yet (read-only commands never create one)."""
+    url = parse_url(settings.database_url.get_secret_value())
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return
+    path = Path(url.database).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"no database at {path}: run `raybatch run` first, or name one with --db")
 
 
 def _open(kind: type[StoreT], settings: StateSettings, now: Clock) -> StoreT:
