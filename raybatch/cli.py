@@ -112,6 +112,13 @@ def settings_from(args: argparse.Namespace, **more: Any) -> Settings:
     return load_settings(config_file=args.config, **{**more, **setting_overrides(args, _FLAGGED)})
 
 
+def cmd_completion(args: argparse.Namespace) -> int:
+    from raybatch.completion import bash_script, zsh_script
+
+    print((bash_script if args.shell == "bash" else zsh_script)(_parser()), end="")
+    return 0
+
+
 def cmd_config(args: argparse.Namespace) -> int:
     from raybatch.config_view import show_config
 
@@ -164,19 +171,21 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def cmd_cancel(args: argparse.Namespace) -> int:
     from raybatch.commands import cancel_jobs
 
-    return cancel_jobs(settings_from(args), args.jobs, every_live=args.all, source=args.source)
+    return cancel_jobs(
+        settings_from(args), args.jobs, every_live=args.all, source=args.source, as_json=args.json
+    )
 
 
 def cmd_urgent(args: argparse.Namespace) -> int:
     from raybatch.commands import urgent_jobs
 
-    return urgent_jobs(settings_from(args), args.jobs, source=args.source, pull=args.pull)
+    return urgent_jobs(settings_from(args), args.jobs, source=args.source, pull=args.pull, as_json=args.json)
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
     from raybatch.commands import retry_jobs
 
-    return retry_jobs(settings_from(args), args.jobs, every_failed=args.failed)
+    return retry_jobs(settings_from(args), args.jobs, every_failed=args.failed, as_json=args.json)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -190,8 +199,11 @@ def cmd_samples(args: argparse.Namespace) -> int:
 
     truth = write_samples(Path(args.out), bundles=args.bundles, seed=args.seed)
     documents = sum(len(b["documents"]) for b in truth["bundles"])
-    print(f"wrote {len(truth['bundles'])} bundles ({documents} documents) and truth.json to {args.out}")
-    return 0
+    from raybatch.commands import Said
+
+    said = Said(args.json)
+    said.line(f"wrote {len(truth['bundles'])} bundles ({documents} documents) and truth.json to {args.out}")
+    return said.end(0, out=args.out, bundles=len(truth["bundles"]), documents=documents)
 
 
 def cmd_emulator(args: argparse.Namespace) -> int:
@@ -231,8 +243,11 @@ def _set_paused(args: argparse.Namespace, paused: bool) -> int:
     if not paused:
         raise_caps(state, settings.max_cost_usd, settings.max_daily_cost_usd)
     state.set_paused(paused)
-    print("paused: submissions and polls wait" if paused else "resumed")
-    return 0
+    from raybatch.commands import Said
+
+    said = Said(args.json)
+    said.line("paused: submissions and polls wait" if paused else "resumed")
+    return said.end(0, paused=paused)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -255,38 +270,55 @@ def _parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=text)
         add_setting_flags(command, SETTING_FLAGS[name])
         command.set_defaults(handler=handler)
+        _json_flag(command)
         if name == "status":
-            command.add_argument("--json", action="store_true", help="print one JSON object")
             command.add_argument("--jobs", action="store_true", help="list every job")
     cancel = sub.add_parser("cancel", help="cancel jobs: their work stops and their outputs are removed")
     cancel.add_argument("jobs", type=int, nargs="*", help="job ids")
     cancel.add_argument("--all", action="store_true", help="every job that has not ended")
     cancel.add_argument("--source", metavar="URI", help="the live jobs of a folder, file or s3:// prefix")
     add_setting_flags(cancel, SETTING_FLAGS["cancel"])
+    _json_flag(cancel)
     cancel.set_defaults(handler=cmd_cancel)
     urgent = sub.add_parser("urgent", help="make registered jobs urgent: sent synchronously, first")
     urgent.add_argument("jobs", type=int, nargs="*", help="job ids")
     urgent.add_argument("--source", help="every job registered from this file, folder or s3:// prefix")
     urgent.add_argument("--pull", action="store_true", help="take jobs out of live batches if the API can")
     add_setting_flags(urgent, SETTING_FLAGS["urgent"])
+    _json_flag(urgent)
     urgent.set_defaults(handler=cmd_urgent)
     retry = sub.add_parser("retry", help="take failed jobs up again (their answers are kept)")
     retry.add_argument("jobs", type=int, nargs="*", help="job ids")
     retry.add_argument("--failed", action="store_true", help="every failed job")
     add_setting_flags(retry, SETTING_FLAGS["retry"])
+    _json_flag(retry)
     retry.set_defaults(handler=cmd_retry)
     _eval_parser(sub)
     samples = sub.add_parser("samples", help="write a sample corpus with truth.json")
-    samples.add_argument("out")
-    samples.add_argument("--bundles", type=_positive, default=6)
-    samples.add_argument("--seed", type=int, default=7)
+    samples.add_argument("out", help="folder to write the bundles and truth.json into")
+    _corpus_flags(samples)
+    _json_flag(samples)
     samples.set_defaults(handler=cmd_samples)
     _emulator_parser(sub)
     _workload_parser(sub)
+    completion = sub.add_parser("completion", help="print a shell completion script")
+    completion.add_argument(
+        "shell", choices=["bash", "zsh"], help='the shell: eval "$(raybatch completion bash)"'
+    )
+    completion.set_defaults(handler=cmd_completion)
     config = sub.add_parser("config", help="the effective settings and where each came from (secrets masked)")
     config.add_argument("--json", action="store_true", help="print one JSON object")
     config.set_defaults(handler=cmd_config)
     return parser
+
+
+def _json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _corpus_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bundles", type=_positive, default=6, help="sample bundles to write (default 6)")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the sample corpus (default 7)")
 
 
 def _positive(text: str) -> int:
@@ -327,8 +359,7 @@ def _run_flags(run: argparse.ArgumentParser, settings: Sequence[str]) -> None:
 def _demo_parser(sub: Any) -> None:
     demo = sub.add_parser("demo", help="write the sample corpus, process it, score the split")
     demo.add_argument("--out", default="raybatch-data/demo", help="folder for samples, store and state")
-    demo.add_argument("--bundles", type=_positive, default=6)
-    demo.add_argument("--seed", type=int, default=7)
+    _corpus_flags(demo)
     add_setting_flags(demo, SETTING_FLAGS["demo"])
     demo.add_argument("--quiet", action="store_true", help="no progress bars")
     demo.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")
@@ -337,7 +368,7 @@ def _demo_parser(sub: Any) -> None:
 
 def _eval_parser(sub: Any) -> None:
     command = sub.add_parser("eval", help="score the documents found against a truth.json")
-    command.add_argument("--truth", required=True)
+    command.add_argument("--truth", required=True, metavar="FILE", help="a truth.json (as `samples` writes)")
     add_setting_flags(command, SETTING_FLAGS["eval"])
     command.add_argument("--json", action="store_true", help="print one JSON object")
     command.set_defaults(handler=cmd_eval)
@@ -347,8 +378,10 @@ def _emulator_parser(sub: Any) -> None:
     from raybatch.claude.emulator import add_emulator_arguments
 
     command = sub.add_parser("emulator", help="serve the Anthropic API emulator")
-    command.add_argument("--host", default="127.0.0.1")
-    command.add_argument("--port", type=_port, default=8765)
+    command.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    command.add_argument(
+        "--port", type=_port, default=8765, help="port to listen on, 0 for any (default 8765)"
+    )
     add_emulator_arguments(command)
     command.set_defaults(handler=cmd_emulator)
 

@@ -140,7 +140,12 @@ def show_status(settings: Settings, *, as_json: bool = False, list_jobs: bool = 
 
 
 def cancel_jobs(
-    settings: Settings, job_ids: Sequence[int], *, every_live: bool = False, source: str | None = None
+    settings: Settings,
+    job_ids: Sequence[int],
+    *,
+    every_live: bool = False,
+    source: str | None = None,
+    as_json: bool = False,
 ) -> int:
     """Cancel jobs that have not ended (named, every live one, or those of a source): their
     preparation stops, their batch is canceled at the API once no live job is left in it, their
@@ -153,16 +158,39 @@ def cancel_jobs(
     else:
         chosen = list(job_ids)
         require_known_jobs(state, chosen, settings)
+    said = Said(as_json)
     if not chosen:
-        print("no live jobs to cancel" if every_live or source else "name job ids, --all or --source")
-        return 0 if every_live or source else 2
+        said.line("no live jobs to cancel" if every_live or source else "name job ids, --all or --source")
+        return said.end(0 if every_live or source else 2, canceled=[], ended=[])
     canceled = cancel_jobs_in(state, store, chosen)
-    for job in state.get_jobs(sorted(set(chosen) - set(canceled))):
-        print(f"job {job.id} had already ended ({job.status.value})")
+    ended = state.get_jobs(sorted(set(chosen) - set(canceled)))
+    for job in ended:
+        said.line(f"job {job.id} had already ended ({job.status.value})")
     if canceled:
-        print(f"{len(canceled)} jobs canceled: {canceled}")
-        _cancel_batches(settings, state)
-    return 0 if len(canceled) == len(chosen) else 1
+        said.line(f"{len(canceled)} jobs canceled: {canceled}")
+        said.lines.extend(_cancel_batches(settings, state))
+    code = 0 if len(canceled) == len(chosen) else 1
+    return said.end(code, canceled=canceled, ended={j.id: j.status.value for j in ended})
+
+
+class Said:
+    """What a command that changes jobs says: lines for people, or one JSON object with ``--json``."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self.lines: list[str] = []
+
+    def line(self, text: str) -> None:
+        self.lines.append(text)
+
+    def end(self, code: int, **data: Any) -> int:
+        """Print what was said; the exit code is part of the JSON object too."""
+        if self.as_json:
+            print(json.dumps({**data, "messages": self.lines, "exit_code": code}, default=str))
+        else:
+            for text in self.lines:
+                print(text)
+        return code
 
 
 def require_known_jobs(state: StateStore, job_ids: Sequence[int], settings: Settings) -> None:
@@ -172,19 +200,23 @@ def require_known_jobs(state: StateStore, job_ids: Sequence[int], settings: Sett
         raise ConfigError(f"no job {', '.join(map(str, unknown))} in {settings.database_url}")
 
 
-def _cancel_batches(settings: Settings, state: StateStore) -> None:
+def _cancel_batches(settings: Settings, state: StateStore) -> list[str]:
     """Cancel at the API now the batches no live job needs, when Claude is configured here; the
-    coordinator does it anyway at its next poll."""
+    coordinator does it anyway at its next poll. Returns what it did, a line a batch."""
     unneeded = unneeded_batches(state)
     if not unneeded or settings.anthropic_api_key is None:
-        return
+        return []
     client = AnthropicBatchClient(settings.section(ClaudeSettings))
+    lines = []
     for batch_id in unneeded:
         try:
             client.cancel(batch_id)
-            print(f"batch {batch_id} canceled at the API")
+            lines.append(f"batch {batch_id} canceled at the API")
         except RaybatchError as exc:
-            print(f"batch {batch_id} not canceled now ({exc}); the coordinator cancels it at its next poll")
+            lines.append(
+                f"batch {batch_id} not canceled now ({exc}); the coordinator cancels it at its next poll"
+            )
+    return lines
 
 
 def _source_uri(source: str) -> str:
@@ -195,7 +227,12 @@ def _source_uri(source: str) -> str:
 
 
 def urgent_jobs(
-    settings: Settings, job_ids: Sequence[int], *, source: str | None = None, pull: bool = False
+    settings: Settings,
+    job_ids: Sequence[int],
+    *,
+    source: str | None = None,
+    pull: bool = False,
+    as_json: bool = False,
 ) -> int:
     """Registered jobs become urgent where that can still change anything; says what each did."""
     from raybatch.priority import jobs_named, make_urgent
@@ -203,29 +240,35 @@ def urgent_jobs(
     state = open_state(settings.section(StateSettings), existing=True)
     require_known_jobs(state, job_ids, settings)
     chosen = jobs_named(state, job_ids, source)
+    said = Said(as_json)
     if not chosen:
-        print(f"no jobs registered from {source}" if source else "name job ids, or --source URI")
-        return 1 if source else 2
+        said.line(f"no jobs registered from {source}" if source else "name job ids, or --source URI")
+        return said.end(1 if source else 2, jobs={})
     outcomes = make_urgent(state, chosen, pull=pull)
     for outcome in outcomes:
-        print(f"job {outcome.job_id}: {outcome.message}")
-    return 0 if len(outcomes) == len(set(chosen)) else 1
+        said.line(f"job {outcome.job_id}: {outcome.message}")
+    code = 0 if len(outcomes) == len(set(chosen)) else 1
+    return said.end(code, jobs={o.job_id: {"changed": o.changed, "message": o.message} for o in outcomes})
 
 
-def retry_jobs(settings: Settings, job_ids: Sequence[int], *, every_failed: bool = False) -> int:
+def retry_jobs(
+    settings: Settings, job_ids: Sequence[int], *, every_failed: bool = False, as_json: bool = False
+) -> int:
     """Failed jobs go back to pending: the next run of their source redoes only what failed."""
     state = open_state(settings.section(StateSettings), existing=True)
     require_known_jobs(state, job_ids, settings)
     chosen = [j.id for j in state.list_jobs([JobStatus.FAILED])] if every_failed else list(job_ids)
+    said = Said(as_json)
     if not chosen:
-        print("no failed jobs to retry" if every_failed else "name job ids, or --failed")
-        return 0 if every_failed else 2
+        said.line("no failed jobs to retry" if every_failed else "name job ids, or --failed")
+        return said.end(0 if every_failed else 2, reopened=[], not_failed=[])
     reopened = [job_id for job_id in chosen if state.reopen_job(job_id)]
-    for job_id in sorted(set(chosen) - set(reopened)):
-        print(f"job {job_id} is not failed; left as it is")
+    not_failed = sorted(set(chosen) - set(reopened))
+    for job_id in not_failed:
+        said.line(f"job {job_id} is not failed; left as it is")
     if reopened:
-        print(f"{len(reopened)} jobs will be taken up by the next run of their source: {reopened}")
-    return 0 if len(reopened) == len(chosen) else 1
+        said.line(f"{len(reopened)} jobs will be taken up by the next run of their source: {reopened}")
+    return said.end(0 if len(reopened) == len(chosen) else 1, reopened=reopened, not_failed=not_failed)
 
 
 class _TruthDocument(BaseModel):

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleRenderable, RenderHook
 from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -22,8 +22,24 @@ from raybatch.report import EVAL_KEYS
 if TYPE_CHECKING:
     from raybatch.loops.driver import Progress as RunProgress
 
+class _PlainWhenPiped(RenderHook):
+    """Tables drawn without box lines when the output is not a terminal (a file, a pipe, a script)."""
+
+    def __init__(self, target: Console) -> None:
+        self.target = target
+
+    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
+        if not self.target.is_terminal:
+            for renderable in renderables:
+                if isinstance(renderable, Table):
+                    renderable.box = None
+        return renderables
+
+
 console = Console(stderr=False)
 errors = Console(stderr=True)  # the progress bars, notices and log records: records print above the bars
+for _target in (console, errors):
+    _target.push_render_hook(_PlainWhenPiped(_target))
 
 
 def log_through_rich(level: int) -> None:
