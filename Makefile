@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 UV_VERSION := 0.13.9
 UV := UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv
 
-.PHONY: demo test lint bench lock
+.PHONY: demo test lint bench lock docs
 
 $(STAMP): pyproject.toml uv.lock
 	$(PYTHON) -m venv $(VENV)
@@ -33,3 +33,7 @@ bench: $(STAMP)
 lock: $(STAMP)
 	$(UV) lock
 	$(UV) export --frozen --all-extras --no-hashes --no-emit-project --no-annotate -o constraints.txt
+
+# The documentation site, built strictly: a broken link, anchor or reference fails the build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

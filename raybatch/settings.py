@@ -83,8 +83,10 @@ class RequestSettings(_Section):
     """What a Claude request is built for and costed at: the model, its answer budget, whether the
     emulator answers, the price table (no credentials)."""
 
-    claude_model: str = DEFAULT_MODEL
-    max_tokens: int = Field(4096, ge=256, le=64_000)
+    claude_model: str = Field(DEFAULT_MODEL, description="the Claude model every request names")
+    max_tokens: int = Field(
+        4096, ge=256, le=64_000, description="the answer budget of one request, in tokens"
+    )
     raybatch_emulator: bool = Field(False, description="answer with the built-in emulator, never Claude")
     claude_prices: str | None = Field(None, description="JSON price table overriding the defaults")
 
@@ -95,16 +97,18 @@ class ClaudeSettings(RequestSettings):
     processing_mode: ProcessingMode = Field(
         ProcessingMode.BATCH, description="how jobs reach Claude: the Batch API (half price) or sync calls"
     )
-    anthropic_api_key: SecretStr | None = None
-    anthropic_base_url: str | None = None
+    anthropic_api_key: SecretStr | None = Field(None, description="the Anthropic API key (secret)")
+    anthropic_base_url: str | None = Field(None, description="another address for the Anthropic API")
     batch_size: int = Field(30, ge=1, description="jobs taken per submit pass")
     batch_max_mb: int = Field(
         200, ge=1, le=ANTHROPIC_BATCH_MAX_MB, description="request MB (10⁶ bytes) a batch"
     )
-    batch_max_requests: int = Field(10_000, ge=1, le=ANTHROPIC_BATCH_MAX_REQUESTS)
+    batch_max_requests: int = Field(
+        10_000, ge=1, le=ANTHROPIC_BATCH_MAX_REQUESTS, description="requests a batch, at most"
+    )
     poll_interval: float = Field(10.0, gt=0, description="seconds between polls, the backoff's cap")
     poll_deadline: float = Field(48 * 3600.0, gt=0, description="seconds before a batch wait times out")
-    sync_concurrency: int = Field(4, ge=1, le=64)
+    sync_concurrency: int = Field(4, ge=1, le=64, description="synchronous calls in flight, at most")
     max_attempts: int = Field(3, ge=1, le=20, description="tries per chunk across batches")
     outage_budget: float = Field(
         60.0, gt=0, description="seconds a batch create waits out 429/529/5xx before the work is parked"
@@ -135,9 +139,14 @@ class PrepareSettings(_Section):
 
     ocr_workers: int = Field(1, ge=1, description="parallel page preparations per node")
     prepare_in_flight: int = Field(0, ge=0, description="cap on prepare tasks in flight; 0 = 2 x CPUs")
-    page_long_edge: int = Field(CLAUDE_MAX_LONG_EDGE, ge=256, le=CLAUDE_MAX_LONG_EDGE)
-    image_format: str = Field("jpeg", pattern="^(jpeg|webp)$")
-    image_quality: int = Field(80, ge=30, le=100)
+    page_long_edge: int = Field(
+        CLAUDE_MAX_LONG_EDGE,
+        ge=256,
+        le=CLAUDE_MAX_LONG_EDGE,
+        description="pixels of a page image's long edge",
+    )
+    image_format: str = Field("jpeg", pattern="^(jpeg|webp)$", description="page images as jpeg or webp")
+    image_quality: int = Field(80, ge=30, le=100, description="the page images' encoder quality")
     max_page_pixels: int = Field(MAX_PAGE_PIXELS, ge=1_000_000, description="pixel budget per source page")
     page_modality: Modality = Field(Modality.ADAPTIVE, description="what a page is sent as")
     prepare_max_attempts: int = Field(3, ge=1, le=20, description="prepare tries per job, OOM kills included")
@@ -150,12 +159,16 @@ class OcrSettings(_Section):
     """OCR engines: the local engine by default, Google Cloud Vision when configured."""
 
     ocr_engine: OcrEngineName = Field(OcrEngineName.AUTO, description="OCR for pages without a text layer")
-    vision_endpoint: str | None = None
-    vision_concurrency: int = Field(4, ge=1, le=64)
-    vision_batch_pages: int = Field(16, ge=1, le=16)
-    ocr_min_confidence: float = Field(0.80, ge=0, le=1)
+    vision_endpoint: str | None = Field(None, description="Google Cloud Vision's address (host:port)")
+    vision_concurrency: int = Field(4, ge=1, le=64, description="Vision calls in flight, at most")
+    vision_batch_pages: int = Field(16, ge=1, le=16, description="pages in one Vision call")
+    ocr_min_confidence: float = Field(
+        0.80, ge=0, le=1, description="OCR at least this confident lets `adaptive` send a page as text alone"
+    )
     ocr_languages: str = Field("eng+rus", description="Tesseract models the local engine needs")
-    google_application_credentials: str | None = None
+    google_application_credentials: str | None = Field(
+        None, description="a Google service account file, for Vision"
+    )
 
 
 class StateSettings(_Section):
@@ -192,7 +205,7 @@ class WriterSettings(_Section):
         2.0, ge=0, description="seconds answered jobs wait with every writer busy before another starts"
     )
     max_concurrent_mb: int = Field(1024, ge=1, description="source MiB (2²⁰ bytes) the writers hold at once")
-    result_resource: str = "result_mb"
+    result_resource: str = Field("result_mb", description="the custom Ray resource the writers hold")
     write_timeout: float = Field(1800.0, gt=0, description="seconds one job's write may run, then stopped")
 
 
@@ -217,8 +230,8 @@ class WorkloadSettings(_Section):
 class RaySettings(_Section):
     """How the job reaches Ray."""
 
-    ray_address: str | None = None
-    ray_namespace: str = "raybatch"
+    ray_address: str | None = Field(None, description="the Ray cluster to join; unset: a local Ray")
+    ray_namespace: str = Field("raybatch", description="the Ray namespace of raybatch's actors")
 
 
 class Settings(
@@ -248,7 +261,9 @@ class Settings(
         reader = _READER.get() or RaybatchSources(settings_cls.model_fields, None)
         return (init_settings, *sources_for(settings_cls, reader))
 
-    raybatch_home: Path = Path("raybatch-data")
+    raybatch_home: Path = Field(
+        Path("raybatch-data"), description="where the default database and store live"
+    )
 
     @field_validator("database_url")
     @classmethod

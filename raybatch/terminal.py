@@ -22,6 +22,7 @@ from raybatch.report import EVAL_KEYS
 if TYPE_CHECKING:
     from raybatch.loops.driver import Progress as RunProgress
 
+
 class _PlainWhenPiped(RenderHook):
     """Tables drawn without box lines when the output is not a terminal (a file, a pipe, a script)."""
 
