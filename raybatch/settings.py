@@ -187,11 +187,11 @@ class StoreSettings(_Section):
     """Object storage: a local folder or ``s3://bucket/prefix`` on MinIO/S3."""
 
     store: str = Field("", description="output folder or s3://bucket/prefix; empty: RAYBATCH_HOME/store")
-    minio_endpoint: str | None = None
-    minio_access_key: str | None = None
-    minio_secret_key: SecretStr | None = None
-    minio_secure: bool = True
-    minio_region: str | None = None
+    minio_endpoint: str | None = Field(None, description="the S3 server's host:port")
+    minio_access_key: str | None = Field(None, description="the S3 access key")
+    minio_secret_key: SecretStr | None = Field(None, description="the S3 secret key (secret)")
+    minio_secure: bool = Field(True, description="talk to the S3 server over TLS")
+    minio_region: str | None = Field(None, description="the S3 region")
     store_outage_budget: float = Field(
         600.0, gt=0, description="seconds a store call waits out an outage before its work is parked"
     )
