@@ -35,7 +35,8 @@ TUNING = (
 SPEND = ("max_cost_usd", "max_daily_cost_usd")
 SETTING_FLAGS: dict[str, tuple[str, ...]] = {
     "run": (*LOCATION, *TUNING, "raybatch_emulator", *SPEND),
-    "estimate": (*LOCATION, *TUNING, "raybatch_emulator", *SPEND),
+    # What shapes the requests and their price; the writers, batching and caps play no part in it.
+    "estimate": (*LOCATION, "processing_mode", "ocr_engine", "page_modality", "raybatch_emulator"),
     "demo": (*LOCATION, *TUNING),
     "status": LOCATION,
     "pause": LOCATION,

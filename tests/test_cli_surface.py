@@ -81,3 +81,18 @@ def test_tables_are_plain_when_not_on_a_terminal(
     out = capsys.readouterr().out
     assert "pending" in out
     assert not set(out) & set("┃┏━│─┡┩└┘╇")
+
+
+def test_estimate_shows_only_flags_that_change_an_estimate(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["estimate", "--help"])
+    text = capsys.readouterr().out
+    assert "--modality" in text and "--mode" in text
+    for idle in (
+        "--result-workers",
+        "--max-concurrent-mb",
+        "--batch-size",
+        "--poll-interval",
+        "--max-cost-usd",
+    ):
+        assert idle not in text
