@@ -1,5 +1,5 @@
 """``raybatch``: run, estimate, demo, status, pause, resume, cancel, urgent, eval, samples, emulator,
-workload.
+workload, serve (the web console), users.
 
 Thin: parse arguments, build the settings once, configure logging, call the library.
 """
@@ -45,6 +45,8 @@ SETTING_FLAGS: dict[str, tuple[str, ...]] = {
     "retry": LOCATION,
     "eval": LOCATION,
     "workload": ("database_url",),
+    "serve": LOCATION,
+    "users": ("database_url",),
 }
 _FLAGGED = {name for names in SETTING_FLAGS.values() for name in names}
 
@@ -195,6 +197,18 @@ def cmd_workload(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from raybatch.console.serve import serve
+
+    return serve(settings_from(args), args.host, args.port)
+
+
+def cmd_users(args: argparse.Namespace) -> int:
+    from raybatch.console.users import users_command
+
+    return users_command(settings_from(args), args.users_command, args.name, args.role, args.password_stdin)
+
+
 def _set_paused(args: argparse.Namespace, paused: bool) -> int:
     from raybatch.spend import raise_caps
     from raybatch.state import open_state
@@ -251,6 +265,7 @@ def _parser() -> argparse.ArgumentParser:
     samples.set_defaults(handler=cmd_samples)
     _emulator_parser(sub)
     _workload_parser(sub)
+    _console_parsers(sub)
     return parser
 
 
@@ -331,6 +346,25 @@ def _workload_parser(sub: Any) -> None:
     hold.add_argument("--wait", type=float, help="give up after this many seconds without room")
     add_setting_flags(hold, SETTING_FLAGS["workload"], default=argparse.SUPPRESS)  # the parent's stands
     hold.add_argument("run", nargs="*", metavar="-- COMMAND", help="the command and its arguments")
+
+
+def _console_parsers(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="the web console over the database and the store")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback unless a login)")
+    serve.add_argument("--port", type=_port, default=8700)
+    add_setting_flags(serve, SETTING_FLAGS["serve"])
+    serve.set_defaults(handler=cmd_serve)
+    users = sub.add_parser("users", help="the console's users: add one (a login), list them")
+    actions = users.add_subparsers(dest="users_command", required=True)
+    add = actions.add_parser("add", help="add a user, or change one's role and password")
+    add.add_argument("name")
+    add.add_argument("--role", choices=["reviewer", "reader"], default="reader")
+    add.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    listed = actions.add_parser("list", help="the users and their roles")
+    for command in (add, listed):
+        add_setting_flags(command, SETTING_FLAGS["users"])
+        command.set_defaults(handler=cmd_users, name=None, role=None, password_stdin=False)
+    add.set_defaults(role="reader")
 
 
 if __name__ == "__main__":  # pragma: no cover

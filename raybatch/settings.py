@@ -210,6 +210,14 @@ class WorkloadSettings(_Section):
     )
 
 
+class ConsoleSettings(_Section):
+    """The web console (``raybatch serve``): a shared token that logs in as a reviewer, and the key
+    that signs its session cookies (a random one each start when unset)."""
+
+    console_token: SecretStr | None = Field(None, description="a token that logs in to the console")
+    console_secret: SecretStr | None = Field(None, description="the key signing the console's sessions")
+
+
 class RaySettings(_Section):
     """How the job reaches Ray."""
 
@@ -226,6 +234,7 @@ class Settings(
     StoreSettings,
     WriterSettings,
     WorkloadSettings,
+    ConsoleSettings,
     RaySettings,
 ):
     """Every knob of raybatch, read from the environment (and ``.env``) once."""
