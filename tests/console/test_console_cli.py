@@ -1,0 +1,30 @@
+"""The console's commands: what ``make demo`` ends with, and the benchmark on a tiny database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from raybatch.cli import _parser
+from raybatch.commands import console_command
+from raybatch.settings import load_settings
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "console.py"
+
+
+def test_the_demo_ends_with_a_serve_command_that_parses_and_hides_the_password(tmp_path: Path) -> None:
+    settings = load_settings(database_url="postgresql+psycopg://rb:hunter22@db/rb", store=str(tmp_path / "s"))
+    command = console_command(settings)
+    assert "hunter22" not in command and command.startswith("raybatch serve --db postgresql")
+    args = _parser().parse_args(command.split()[1:])
+    assert args.store == str(tmp_path / "s") and args.port == 8700 and args.host == "127.0.0.1"
+
+
+def test_the_console_benchmark_measures_every_page(tmp_path: Path) -> None:
+    import console as bench_console
+
+    figures = bench_console.measure(
+        bench_console.parse(["--jobs", "40", "--pages", "16", "--repeat", "1"]), tmp_path
+    )
+    assert figures["jobs"] == 41 and figures["job_pages"] == 16
+    for page in ("runs", "jobs", "jobs_deep", "job"):
+        assert figures[f"{page}_first_byte_ms"] <= figures[f"{page}_page_ms"]
