@@ -119,7 +119,8 @@ def run_demo(
 
 def console_command(settings: Settings) -> str:
     """The command that opens the console on these settings' database and store (password masked)."""
-    return f"raybatch serve --db {mask_url(settings.database_url.get_secret_value())} --store {settings.store}"
+    database = mask_url(settings.database_url.get_secret_value())
+    return f"raybatch serve --db {database} --store {settings.store}"
 
 
 def show_status(settings: Settings, *, as_json: bool = False, list_jobs: bool = False) -> int:
