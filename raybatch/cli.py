@@ -354,17 +354,15 @@ def _console_parsers(sub: Any) -> None:
     serve.add_argument("--port", type=_port, default=8700)
     add_setting_flags(serve, SETTING_FLAGS["serve"])
     serve.set_defaults(handler=cmd_serve)
-    users = sub.add_parser("users", help="the console's users: add one (a login), list them")
-    actions = users.add_subparsers(dest="users_command", required=True)
+    users = sub.add_parser("users", help="the console's users and their roles; users add: a login")
+    add_setting_flags(users, SETTING_FLAGS["users"])
+    users.set_defaults(handler=cmd_users, users_command="list", name=None, role=None, password_stdin=False)
+    actions = users.add_subparsers(dest="users_command")
     add = actions.add_parser("add", help="add a user, or change one's role and password")
     add.add_argument("name")
     add.add_argument("--role", choices=["reviewer", "reader"], default="reader")
     add.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
-    listed = actions.add_parser("list", help="the users and their roles")
-    for command in (add, listed):
-        add_setting_flags(command, SETTING_FLAGS["users"])
-        command.set_defaults(handler=cmd_users, name=None, role=None, password_stdin=False)
-    add.set_defaults(role="reader")
+    add_setting_flags(add, SETTING_FLAGS["users"], default=argparse.SUPPRESS)  # the parent's stands
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -47,7 +47,9 @@ class Console:
     review: ReviewPort | None = None
     poll_ms: int = 2000  # how often a page showing a run asks for its progress
     page_size: int = 50
+    summary_seconds: float = 2.0  # the overview's aggregates are shared this long by every viewer
     pages: PageCache = field(default_factory=PageCache)
+    summaries: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict)
 
 
 def console_of(request: Request) -> Console:

@@ -15,9 +15,9 @@ from raybatch.state import open_state
 def users_command(
     settings: Settings, action: str, name: str | None, role: str | None, from_stdin: bool
 ) -> int:
-    """Add a user (the password asked twice, or one line of stdin), or list the users."""
+    """Add a user (``add``: the password asked twice, or one line of stdin), or list the users."""
     state = open_state(settings.section(StateSettings))
-    if action == "list":
+    if action != "add":
         for user in state.list_console_users():
             print(f"{user.name}\t{user.role.value}")
         return 0

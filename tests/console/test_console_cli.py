@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 from raybatch.cli import _parser
@@ -30,3 +31,41 @@ def test_the_console_benchmark_measures_every_page(tmp_path: Path) -> None:
     assert figures["jobs"] == 41 and figures["job_pages"] == 16
     for page in ("runs", "jobs", "jobs_deep", "job"):
         assert figures[f"{page}_first_byte_ms"] <= figures[f"{page}_page_ms"]
+
+
+def test_raybatch_serve_serves_the_console_on_loopback(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    db, store = f"sqlite:///{tmp_path / 'state.db'}", str(tmp_path / "store")
+    command = [
+        sys.executable,
+        "-m",
+        "raybatch.cli",
+        "serve",
+        "--port",
+        str(port),
+        "--db",
+        db,
+        "--store",
+        store,
+    ]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline, page = time.monotonic() + 60, ""
+        while not page and time.monotonic() < deadline and server.poll() is None:
+            try:
+                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read().decode()
+            except OSError:
+                time.sleep(0.2)
+        assert "Runs on this database" in page
+    finally:
+        server.terminate()
+        output = server.communicate(timeout=30)[0]
+    assert f"raybatch console on http://127.0.0.1:{port}/" in output
+    assert "sqlite" not in output  # the database URL is not logged
