@@ -16,6 +16,7 @@ from console_builders import ConsoleData
 from needs import needs
 from playwright.sync_api import expect
 
+from raybatch.console.review_port import DocumentKey
 from raybatch.models import JobStatus
 
 pytestmark = needs(CHROMIUM.exists(), f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
@@ -81,6 +82,7 @@ def test_a_document_is_reviewed_with_the_keyboard(data: ConsoleData, browser: An
         page.select_option("#class select", "letter")
         page.keyboard.press("Enter")
         page.wait_for_selector("#flash")
+        page.wait_for_load_state()
         assert "document 0 is now letter" in page.locator("#flash").inner_text()
         assert "document 1" in heading.inner_text()
         assert data.state.get_document(data.done, 0).doc_type == "letter"
@@ -109,4 +111,29 @@ def test_a_running_job_progress_moves_while_the_page_polls(data: ConsoleData, br
         page.goto(base + "/")
         data.state.transition(data.running, [JobStatus.PREPARED], JobStatus.COMPLETED, progress=1.0)
         expect(page.locator('[data-figure="ended"]')).to_have_text("3")
+        assert problems == []
+
+
+def test_accept_edit_and_a_refused_merge_by_keyboard(data: ConsoleData, browser: Any) -> None:
+    data.review.waiting.add(DocumentKey(data.done, 2))
+    with served(data.app()) as base:
+        page, problems = _page(browser)
+        page.goto(base + "/review")
+        page.keyboard.press("a")
+        expect(page.locator("#flash")).to_have_text("accepted document 0")
+        page.wait_for_load_state()  # the keys are bound once the page's script ran
+        page.keyboard.press("e")
+        assert page.evaluate("document.activeElement.closest('form').id") == "field"
+        page.select_option("#field select", "counterparty")
+        page.focus("#field select")
+        page.keyboard.press("Tab")  # on to the value
+        page.keyboard.type("Acme Corporation")
+        page.keyboard.press("Enter")
+        expect(page.locator("#flash")).to_have_text("counterparty of document 1 set")
+        page.wait_for_load_state()
+        assert data.state.get_document(data.done, 1).counterparty == "Acme Corporation"
+        page.keyboard.press("m")
+        expect(page.locator("#flash")).to_contain_text("not done: document 2 is the job's last")
+        assert [c.kind.value for c in data.review.corrections] == ["accept", "set_field"]
+        assert [c.reviewer.startswith("local:") for c in data.review.corrections] == [True, True]
         assert problems == []

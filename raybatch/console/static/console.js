@@ -91,7 +91,7 @@ function reviewKeys() {
     s: () => submit("split"),
     m: () => submit("merge"),
     c: () => document.querySelector('#class select')?.focus(),
-    e: () => document.querySelector('#field input[name="value"]')?.focus(),
+    e: () => document.querySelector("#field select")?.focus(),
     j: () => follow("next"),
     k: () => follow("previous"),
     ArrowRight: () => step(1),
@@ -106,7 +106,8 @@ function reviewKeys() {
       action();
     }
   });
-  // Enter in the class list sends it; Escape leaves a field without sending.
+  // Enter in the class list sends it (in the field list, Tab goes on to the value, Enter there sends
+  // it); Escape leaves either without sending.
   document.querySelector("#class select")?.addEventListener("keydown", (event) => {
     if (event.key === "Enter") { event.preventDefault(); submit("class"); }
   });
