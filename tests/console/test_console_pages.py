@@ -91,6 +91,7 @@ def test_documents_are_found_by_class_field_group_and_date(data: ConsoleData, cl
     assert found("to=2026-03-04") == ["Invoice 1", "Contract 2"]
     assert client.get("/documents?from=yesterday").status_code == 400
     assert "Acme Ltd · C-100" in client.get("/groups").text
+    assert f'href="/jobs/{data.done}/documents/2.pdf"' in client.get("/documents?class=letter").text
 
 
 def test_a_review_action_is_a_correction_and_its_result_shows(data: ConsoleData, client: TestClient) -> None:
