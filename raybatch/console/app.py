@@ -28,6 +28,7 @@ from raybatch.console.pages import PageCache
 from raybatch.console.review_port import ReviewPort
 from raybatch.console.security import LOOPBACK_NAMES, SecurityHeaders, csrf_token
 from raybatch.cost import ModelPrices
+from raybatch.errors import TransientError
 from raybatch.objects import ObjectStore
 from raybatch.settings import StoreSettings
 from raybatch.state import StateStore
@@ -84,11 +85,21 @@ def render(
 
 
 async def _error(request: Request, exc: Exception) -> Response:
-    status = exc.status_code if isinstance(exc, HTTPException) else 500
-    detail = exc.detail if isinstance(exc, HTTPException) else "the console failed on this page"
-    if getattr(request.state, "viewer", None) is None or "session" not in request.scope:
-        return Response(str(detail), status, media_type="text/plain")
-    return render(request, "error.html", {"status": status, "detail": detail}, status)
+    """An error page; a database or store outage is a 503 (try again), never a traceback."""
+    status, detail = 500, "the console failed on this page"
+    if isinstance(exc, HTTPException):
+        status, detail = exc.status_code, str(exc.detail)
+    elif isinstance(exc, TransientError):
+        status, detail = (
+            503,
+            f"{type(exc).__name__}: the database or the store does not answer now; try again",
+        )
+    if getattr(request.state, "viewer", None) is not None and "session" in request.scope:
+        try:
+            return render(request, "error.html", {"status": status, "detail": detail}, status)
+        except Exception:  # the page itself needs the database: say it plainly
+            pass
+    return Response(detail, status, media_type="text/plain")
 
 
 def build_app(console: Console, logins: Logins, *, session_secret: str | None = None) -> Starlette:
@@ -109,7 +120,7 @@ def build_app(console: Console, logins: Logins, *, session_secret: str | None = 
     app = Starlette(
         routes=_routes(),
         middleware=middleware,
-        exception_handlers={HTTPException: _error, Exception: _error},
+        exception_handlers={HTTPException: _error, TransientError: _error, Exception: _error},
     )
     app.state.console = console
     app.state.logins = logins

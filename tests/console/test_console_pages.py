@@ -148,3 +148,18 @@ def test_without_a_ledger_the_queue_says_so_and_the_rest_works(data: ConsoleData
     assert client.get("/review").status_code == 404
     assert "no review ledger connected" in client.get("/").text
     assert data.state.get_job(data.done).status is JobStatus.COMPLETED
+
+
+def test_a_database_outage_is_a_503_without_a_traceback(data: ConsoleData, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from raybatch.errors import DatabaseUnavailable
+
+    def down(*_: object, **__: object) -> None:
+        raise DatabaseUnavailable("the database at sqlite:///secret-place.db does not answer")
+
+    client = TestClient(data.app(), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    monkeypatch.setattr(data.state, "page_jobs", down)
+    monkeypatch.setattr(data.state, "get_job", down)
+    for path in ("/jobs", f"/jobs/{data.done}"):
+        answer = client.get(path)
+        assert answer.status_code == 503 and "try again" in answer.text
+        assert "secret-place" not in answer.text and "Traceback" not in answer.text
