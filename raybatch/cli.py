@@ -1,5 +1,5 @@
 """``raybatch``: run, estimate, demo, status, pause, resume, cancel, urgent, eval, samples, emulator,
-workload.
+workload, serve (the web console), users.
 
 Thin: parse arguments, build the settings once, configure logging, call the library.
 """
@@ -46,6 +46,8 @@ SETTING_FLAGS: dict[str, tuple[str, ...]] = {
     "retry": LOCATION,
     "eval": LOCATION,
     "workload": ("database_url",),
+    "serve": LOCATION,
+    "users": ("database_url",),
 }
 _FLAGGED = {name for names in SETTING_FLAGS.values() for name in names}
 
@@ -235,6 +237,20 @@ def cmd_workload(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from raybatch.console.serve import serve
+
+    return serve(settings_from(args), args.host, args.port)
+
+
+def cmd_users(args: argparse.Namespace) -> int:
+    from raybatch.console.users import users_command
+
+    return users_command(
+        settings_from(args), args.users_command, args.name, args.role, args.password_stdin, as_json=args.json
+    )
+
+
 def _set_paused(args: argparse.Namespace, paused: bool) -> int:
     from raybatch.spend import raise_caps
     from raybatch.state import open_state
@@ -310,6 +326,7 @@ def _parser() -> argparse.ArgumentParser:
     config = sub.add_parser("config", help="the effective settings and where each came from (secrets masked)")
     config.add_argument("--json", action="store_true", help="print one JSON object")
     config.set_defaults(handler=cmd_config)
+    _console_parsers(sub)
     return parser
 
 
@@ -400,6 +417,27 @@ def _workload_parser(sub: Any) -> None:
     hold.add_argument("--wait", type=float, help="give up after this many seconds without room")
     add_setting_flags(hold, SETTING_FLAGS["workload"], default=argparse.SUPPRESS)  # the parent's stands
     hold.add_argument("run", nargs="*", metavar="-- COMMAND", help="the command and its arguments")
+
+
+def _console_parsers(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="the web console over the database and the store")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback unless a login)")
+    serve.add_argument("--port", type=_port, default=8700, help="port to listen on (default 8700)")
+    add_setting_flags(serve, SETTING_FLAGS["serve"])
+    serve.set_defaults(handler=cmd_serve)
+    users = sub.add_parser("users", help="the console's users and their roles; users add: a login")
+    add_setting_flags(users, SETTING_FLAGS["users"])
+    _json_flag(users)
+    users.set_defaults(handler=cmd_users, users_command="list", name=None, role=None, password_stdin=False)
+    actions = users.add_subparsers(dest="users_command")
+    add = actions.add_parser("add", help="add a user, or change one's role and password")
+    add.add_argument("name", help="the login name")
+    add.add_argument(
+        "--role", choices=["reviewer", "reader"], default="reader", help="reviewers correct, readers look"
+    )
+    _json_flag(add)
+    add.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    add_setting_flags(add, SETTING_FLAGS["users"], default=argparse.SUPPRESS)  # the parent's stands
 
 
 if __name__ == "__main__":  # pragma: no cover

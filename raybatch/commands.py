@@ -19,7 +19,7 @@ from raybatch.models import JobStatus
 from raybatch.objects import open_store
 from raybatch.pipeline import RunReport, run
 from raybatch.report import documents_by_file, evaluate_run, failures, status_summary
-from raybatch.settings import ClaudeSettings, Settings, StateSettings, StoreSettings, model_prices
+from raybatch.settings import ClaudeSettings, Settings, StateSettings, StoreSettings, mask_url, model_prices
 from raybatch.state import StateStore, open_state
 
 
@@ -113,7 +113,14 @@ def run_demo(
     out.console.print(out.evaluation_table(figures))
     out.console.print(f"documents, thumbnails and manifests in {settings.store}")
     show_failures(report)
+    out.console.print(f"to look at them and review them in the browser: {console_command(settings)}")
     return 0 if report.ok else 1
+
+
+def console_command(settings: Settings) -> str:
+    """The command that opens the console on these settings' database and store (password masked)."""
+    database = mask_url(settings.database_url.get_secret_value())
+    return f"raybatch serve --db {database} --store {settings.store}"
 
 
 def show_status(settings: Settings, *, as_json: bool = False, list_jobs: bool = False) -> int:

@@ -318,3 +318,10 @@ class DocumentRecord(DocumentFields):
     pdf_key: str | None = None
     thumb_key: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ConsoleRole(StrEnum):
+    """What a console user may do: read every page, or read and review (write corrections)."""
+
+    READER = "reader"
+    REVIEWER = "reviewer"

@@ -227,6 +227,14 @@ class WorkloadSettings(_Section):
     )
 
 
+class ConsoleSettings(_Section):
+    """The web console (``raybatch serve``): a shared token that logs in as a reviewer, and the key
+    that signs its session cookies (a random one each start when unset)."""
+
+    console_token: SecretStr | None = Field(None, description="a token that logs in to the console")
+    console_secret: SecretStr | None = Field(None, description="the key signing the console's sessions")
+
+
 class RaySettings(_Section):
     """How the job reaches Ray."""
 
@@ -243,6 +251,7 @@ class Settings(
     StoreSettings,
     WriterSettings,
     WorkloadSettings,
+    ConsoleSettings,
     RaySettings,
 ):
     """Every knob of raybatch, read once from flags, the environment, ``.env`` and ``raybatch.toml``."""

@@ -2,7 +2,8 @@
 
 One protocol per concern, as the implementation is split: ``JobStates``, ``ChunkStates``,
 ``BatchStates``, ``Catalog`` (documents, groups), ``PageTexts`` (the OCR cache), ``ErrorLog``,
-``Flags`` (identity, pause flag, stored settings) and ``Coordinators``; ``StateStore`` is all of
+``Flags`` (identity, pause flag, stored settings), ``Coordinators``, and the console's
+``ConsoleReads`` (keyset pages for the web console) and ``ConsoleUsers``; ``StateStore`` is all of
 them. A consumer names the slices it uses (``JobsWithChunks`` is the common pair).
 
 Every job transition is one conditional UPDATE; claimed work carries a lease whose token fences
@@ -22,6 +23,7 @@ from raybatch.models import (
     BatchStatus,
     ChunkRecord,
     ChunkStatus,
+    ConsoleRole,
     DocumentRecord,
     JobRecord,
     JobStatus,
@@ -491,6 +493,109 @@ class Coordinators(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class JobProgress:
+    """A job's status and progress: what the console polls while a run goes on."""
+
+    id: int
+    status: JobStatus
+    progress: float
+    pages: int | None
+
+
+@dataclass(frozen=True)
+class DocumentQuery:
+    """What the console's documents page searches by (empty: any): class, a text found in a field
+    (title, number, counterparty, reference), group, and the document's date from/to (ISO)."""
+
+    doc_type: str = ""
+    text: str = ""
+    group_key: str = ""
+    date_from: str = ""
+    date_to: str = ""
+
+
+@dataclass(frozen=True)
+class FoundDocument:
+    """A document found by ``page_documents``, with its row id (the page's keyset)."""
+
+    row_id: int
+    document: DocumentRecord
+
+
+@dataclass(frozen=True)
+class GroupCount:
+    """A group, its label and how many documents are in it."""
+
+    key: str
+    label: str
+    documents: int
+
+
+@dataclass(frozen=True)
+class ConsoleUser:
+    """One console user: name, role and an argon2 hash of the password (never the password)."""
+
+    name: str
+    role: ConsoleRole
+    password_hash: str
+
+
+class ConsoleReads(Protocol):
+    """Read-only pages for the console, by keyset (``id < before ORDER BY id DESC LIMIT n``), so a
+    million rows page as fast as a thousand."""
+
+    def page_jobs(
+        self,
+        statuses: Iterable[JobStatus] = (),
+        *,
+        search: str = "",
+        before: int | None = None,
+        limit: int = 50,
+    ) -> list[JobRecord]:
+        """Up to ``limit`` jobs with an id below ``before``, newest first, optionally only those in
+        ``statuses`` or whose file name contains ``search``."""
+        ...
+
+    def job_progress(self, job_ids: Iterable[int]) -> list[JobProgress]:
+        """Status and progress of each of these jobs that exists, in id order."""
+        ...
+
+    def page_documents(
+        self, query: DocumentQuery, *, before: int | None = None, limit: int = 50
+    ) -> list[FoundDocument]:
+        """Up to ``limit`` documents matching ``query`` with a row id below ``before``, newest first."""
+        ...
+
+    def get_document(self, job_id: int, index: int) -> DocumentRecord:
+        """One document of a job; KeyError when there is none."""
+        ...
+
+    def document_classes(self) -> list[str]:
+        """The classes documents have, sorted."""
+        ...
+
+    def page_groups(self, *, search: str = "", limit: int = 200) -> list[GroupCount]:
+        """Up to ``limit`` groups (key or label containing ``search``) with their document counts, by key."""
+        ...
+
+
+class ConsoleUsers(Protocol):
+    """The console's users (a login is configured once one exists)."""
+
+    def put_console_user(self, name: str, role: ConsoleRole, password_hash: str) -> None:
+        """Add a user, or replace the role and password hash of one."""
+        ...
+
+    def get_console_user(self, name: str) -> ConsoleUser | None:
+        """The user of this name, or None."""
+        ...
+
+    def list_console_users(self) -> list[ConsoleUser]:
+        """Every user, by name."""
+        ...
+
+
 class JobsWithChunks(JobStates, ChunkStates, Protocol):
     """Jobs and their chunks: what settles, reuses or reprioritises a job by its chunks."""
 
@@ -500,7 +605,17 @@ class PageTexts(PageTextCache, PageTextLookup, Protocol):
 
 
 class StateStore(
-    JobStates, ChunkStates, BatchStates, Catalog, PageTexts, ErrorLog, Flags, Coordinators, Protocol
+    JobStates,
+    ChunkStates,
+    BatchStates,
+    Catalog,
+    PageTexts,
+    ErrorLog,
+    Flags,
+    Coordinators,
+    ConsoleReads,
+    ConsoleUsers,
+    Protocol,
 ):
     """The whole store: every slice, for the callers that need them all (one database)."""
 

@@ -230,3 +230,13 @@ coordinator_lead = sa.Table(
     sa.Column("holder", sa.String(64), nullable=False),
     sa.Column("expires_at", UtcDateTime(), nullable=False),
 )
+
+# The console's users (``raybatch users add``): a name, a role and an argon2 hash of the password.
+console_users = sa.Table(
+    "console_users",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("password_hash", sa.Text, nullable=False),
+    *_created(),
+)
