@@ -6,6 +6,7 @@ Each section is a frozen pydantic model; ``Settings`` inherits them all, so a fi
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from enum import StrEnum
@@ -21,13 +22,20 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from raybatch.errors import ConfigError
 from raybatch.models import ProcessingMode
 
 if TYPE_CHECKING:
     from raybatch.cost import ModelPrices
+
+log = logging.getLogger(__name__)
 
 # Anthropic's hard limits for one Message Batch (decimal MB); the packer keeps below them.
 ANTHROPIC_BATCH_MAX_MB = 256
@@ -166,18 +174,42 @@ class StateSettings(_Section):
     )
 
 
+# The S3 settings' old names (MINIO_ENDPOINT, ...): still read, each with one warning line.
+RENAMED_S3_SETTINGS = {
+    f"minio_{name}": f"s3_{name}" for name in ("endpoint", "access_key", "secret_key", "secure", "region")
+}
+
+
 class StoreSettings(_Section):
-    """Object storage: a local folder or ``s3://bucket/prefix`` on MinIO/S3."""
+    """Object storage: a local folder or ``s3://bucket/prefix`` on S3 or MinIO. Without S3_ACCESS_KEY
+    and S3_SECRET_KEY the AWS credential chain finds the keys (``raybatch.objects.s3auth``)."""
 
     store: str = Field("", description="output folder or s3://bucket/prefix; empty: RAYBATCH_HOME/store")
-    minio_endpoint: str | None = None
-    minio_access_key: str | None = None
-    minio_secret_key: SecretStr | None = None
-    minio_secure: bool = True
-    minio_region: str | None = None
+    s3_endpoint: str | None = Field(None, description="host:port of the S3 API; unset: AWS S3")
+    s3_access_key: str | None = None
+    s3_secret_key: SecretStr | None = None
+    s3_secure: bool = True
+    s3_region: str | None = None
     store_outage_budget: float = Field(
         600.0, gt=0, description="seconds a store call waits out an outage before its work is parked"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """MINIO_* (the environment, .env, keywords) read as S3_*, each with one warning line."""
+        if not isinstance(data, dict) or not RENAMED_S3_SETTINGS.keys() & {str(k).lower() for k in data}:
+            return data
+        data = dict(data)
+        for key in [k for k in data if str(k).lower() in RENAMED_S3_SETTINGS]:
+            old, new = str(key).lower(), RENAMED_S3_SETTINGS[str(key).lower()]
+            value = data.pop(key)
+            if new in data:
+                log.warning("%s is ignored: %s is set", old.upper(), new.upper())
+            else:
+                log.warning("%s is an old name: it is read as %s; rename it", old.upper(), new.upper())
+                data[new] = value
+        return data
 
 
 class WriterSettings(_Section):
@@ -235,6 +267,19 @@ class Settings(
     )
 
     raybatch_home: Path = Path("raybatch-data")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The usual sources, then the S3 settings' old names (last: a new name wins)."""
+        old_names = _OldS3Names(settings_cls, env_settings, dotenv_settings)
+        return init_settings, env_settings, dotenv_settings, file_secret_settings, old_names
 
     @field_validator("database_url")
     @classmethod
@@ -300,6 +345,27 @@ class Settings(
 SectionT = TypeVar("SectionT", bound=BaseModel)
 
 
+class _OldS3Names(PydanticBaseSettingsSource):
+    """MINIO_* in the environment or ``.env``, passed on under their old names for StoreSettings to
+    rename (and warn about): the environment sources read only the fields' own names."""
+
+    def __init__(self, settings_cls: type[BaseSettings], *sources: PydanticBaseSettingsSource) -> None:
+        super().__init__(settings_cls)
+        self._sources = [s for s in sources if isinstance(s, EnvSettingsSource)]  # .env's is one too
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads the old names directly
+
+    def __call__(self) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for source in self._sources:
+            for old in RENAMED_S3_SETTINGS:
+                value = source.env_vars.get(old)  # lower-case keys: the settings are case-insensitive
+                if value is not None:
+                    found.setdefault(old, value)
+        return found
+
+
 # What each kind of Ray worker is sent: only the sections it uses (least privilege in the cluster).
 class PrepareTaskSettings(_Section):
     """A prepare task's settings: rendering, OCR and the request's model."""
@@ -328,6 +394,7 @@ class CoordinatorActorSettings(_Section):
 def secret_env_names(environ: Mapping[str, str]) -> list[str]:
     """The names in ``environ`` that hold a secret setting (any case, as settings read them)."""
     secret = {name.upper() for name, field in Settings.model_fields.items() if _is_secret(field.annotation)}
+    secret |= {old.upper() for old, new in RENAMED_S3_SETTINGS.items() if new.upper() in secret}
     return sorted(name for name in environ if name.upper() in secret)
 
 
