@@ -103,14 +103,9 @@ def s3_server() -> Iterator[S3Server]:
 
 def _signatures_kept(threaded_server: type, signed_by: list[str | None]) -> type:
     """moto's threaded server, its app behind a layer that notes which access key signed each request."""
-    from moto.moto_server.werkzeug_app import (
-        DomainDispatcherApplication,
-        MotoRequestHandler,
-        create_backend_app,
-    )
-    from werkzeug.serving import make_server
+    from moto.moto_server import threaded_moto_server as moto_threads  # its werkzeug make_server
 
-    app = DomainDispatcherApplication(create_backend_app)
+    app = moto_threads.DomainDispatcherApplication(moto_threads.create_backend_app)
 
     def noted(environ: dict[str, Any], start_response: Any) -> Any:
         match = re.search(r"Credential=([^/,\s]+)/", environ.get("HTTP_AUTHORIZATION", ""))
@@ -119,8 +114,8 @@ def _signatures_kept(threaded_server: type, signed_by: list[str | None]) -> type
 
     class SignaturesKept(threaded_server):  # type: ignore[misc,valid-type]
         def _server_entry(self) -> None:  # as moto's own, with ``noted`` in front of its app
-            self._server = make_server(
-                self._ip_address, self._port, noted, True, request_handler=MotoRequestHandler
+            self._server = moto_threads.make_server(
+                self._ip_address, self._port, noted, True, request_handler=moto_threads.MotoRequestHandler
             )
             self._server_ready_event.set()
             self._server.serve_forever()
