@@ -56,10 +56,10 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
 def running_cluster() -> str | None:
     """The address of the cluster `ray start` made this machine a node of, if it still runs.
 
-    Ray's own record of it (``ray_current_cluster`` in its default temp dir, which `ray start` without
-    ``--temp-dir`` writes and `ray stop` removes) must name a GCS a raylet here still serves: a record
-    left by a crashed node is ignored, and so is a Ray started with ``ray.init()`` or a temp dir of
-    its own (a test's), which writes none.
+    Ray's own record of it (``ray_current_cluster`` in its default temp dir, ``$RAY_TMPDIR/ray`` or
+    ``/tmp/ray``, which `ray start` writes and `ray stop` removes) must name a GCS a raylet here still
+    serves: a record left by a crashed node is ignored. A Ray started by ``ray.init()``, or by
+    `ray start --temp-dir` elsewhere (a test's head), leaves no record there and is never joined.
     """
     from ray._private import services  # Ray's own discovery (pinned 2.60), as ray.init() does it
 
