@@ -37,6 +37,7 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
     address = settings.ray_address or os.environ.get("RAY_ADDRESS") or running_cluster()
     if address:
         ray.init(address=address, namespace=settings.ray_namespace, log_to_driver=True)
+        _warn_without_writer_nodes(address, writers.result_resource)
         return False
     # A local Ray's workers inherit this process's environment: blank the secrets there (each
     # worker is sent what it needs as arguments).
@@ -51,6 +52,16 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
         runtime_env={"env_vars": hidden} if hidden else None,
     )
     return True
+
+
+def _warn_without_writer_nodes(address: str, resource: str) -> None:
+    if resource not in ray.cluster_resources():
+        log.warning(
+            "no node of the cluster at %s declares %s yet: the writers wait until one does "
+            "(a writer node the autoscaler adds, or `ray start --resources`)",
+            address,
+            resource,
+        )
 
 
 def running_cluster() -> str | None:

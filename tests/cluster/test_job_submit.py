@@ -133,3 +133,4 @@ def test_a_driver_on_a_node_joins_its_cluster_and_hears_its_workers(job_head: Ra
     joined, address = done.stdout.split()[-2:]
     assert joined == "joined" and address.endswith(f":{job_head.gcs_port}"), done.stdout
     assert "worker says hello" in done.stdout + done.stderr  # log_to_driver: worker output reaches the job
+    assert "declares result_mb" not in done.stderr  # this head has the writers' resource: no warning
