@@ -136,8 +136,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     shown = {"as_json": args.json, "dashboard": not args.no_dashboard}
     if args.dry_run:
         return estimate_source(settings, source, sample=args.sample, **shown)
-    progress = not args.quiet
-    return run_source(settings, source, force=args.force, progress=progress, urgent=args.urgent, **shown)
+    progress, every = not args.quiet, args.every
+    return run_source(
+        settings, source, force=args.force, progress=progress, urgent=args.urgent, every=every, **shown
+    )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -354,12 +356,19 @@ def _port(text: str) -> int:
 
 
 def _run_parser(sub: Any) -> None:
+    from raybatch.terminal import PROGRESS_EVERY
+
     run = sub.add_parser("run", help="process every PDF or image under SOURCE")
     _run_flags(run, SETTING_FLAGS["run"])
     run.add_argument("--force", action="store_true", help="new jobs even for files seen before")
     run.add_argument("--urgent", action="store_true", help="every file is urgent: sent synchronously, first")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.add_argument("--dry-run", action="store_true", help="estimate instead: prepare, count, send nothing")
+    run.add_argument(
+        "--every", type=float, default=PROGRESS_EVERY, help="seconds between progress lines off a terminal"
+    )
+    # -v after the source too (`ray job submit -- raybatch run SOURCE -v`); the top-level one stands.
+    run.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log details")
     run.set_defaults(handler=cmd_run)
     estimate = sub.add_parser("estimate", help="prepare SOURCE and say what it will cost; send nothing")
     _run_flags(estimate, SETTING_FLAGS["estimate"])

@@ -32,13 +32,17 @@ def run_source(
     progress: bool = True,
     dashboard: bool = True,
     urgent: bool = False,
+    every: float = out.PROGRESS_EVERY,
 ) -> int:
-    """Process a source; non-zero exit when any job failed, with the failures listed."""
+    """Process a source; non-zero exit when any job failed, with the failures listed. Progress is
+    drawn as bars in a terminal, and printed as a line every ``every`` seconds elsewhere (a job's logs)."""
+    lines = out.ProgressLines(every) if progress and not out.shows_bars() else None
     report = run(
         settings,
         source,
         force=force,
-        progress=progress,
+        progress=progress and lines is None,
+        on_progress=lines,
         notice=out.errors.print,
         dashboard=dashboard,
         urgent=urgent,

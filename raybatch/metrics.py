@@ -2,12 +2,18 @@
 
 Pages prepared, requests and batches, MB in flight in the writers, tokens and estimated cost, jobs
 ended and documents written by priority (urgent or normal), and the workload budget: its capacity,
-the units each holder has, the concurrency a run chose.
+the units runs and other holders have, the concurrency a run chose.
+
+``METRICS`` declares each one with every value each of its tags may take: a tag never carries an
+id, a name or a run (each new value is a new Prometheus series, kept for good), so the series are
+bounded. ``deploy/grafana/raybatch.json`` charts them; a test holds both to this table.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from raybatch.cost import ModelPrices, cost_usd
@@ -15,6 +21,59 @@ from raybatch.models import JobStatus, Priority, ProcessingMode, Usage
 from raybatch.units import MB
 
 log = logging.getLogger(__name__)
+
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_creation")
+HOLDER_KINDS = ("run", "hold")  # a run (an elastic holder), or other work (`raybatch workload hold`)
+WORKLOAD_STAGES = ("register", "prepare")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric: its Ray name, what it measures, and each tag with every value it may take."""
+
+    name: str
+    description: str
+    counter: bool = True  # else a gauge
+    tags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def prometheus(self) -> str:
+        """The name Prometheus shows: Ray's ``ray_`` prefix, and ``_total`` on a counter."""
+        return f"ray_{self.name}{'_total' if self.counter else ''}"
+
+
+_MODES = tuple(ProcessingMode)
+_PRIORITIES = tuple(Priority)
+METRICS: dict[str, MetricSpec] = {
+    spec.name.removeprefix("raybatch_"): spec
+    for spec in (
+        MetricSpec("raybatch_pages_prepared", "pages rendered and read"),
+        MetricSpec("raybatch_pages_ocr", "pages read by an OCR engine"),
+        MetricSpec("raybatch_requests_submitted", "Claude requests sent", tags={"mode": _MODES}),
+        MetricSpec("raybatch_batches_created", "Message Batches created"),
+        MetricSpec("raybatch_batches_ended", "Message Batches filed"),
+        MetricSpec("raybatch_batches_in_flight", "batches not yet filed", counter=False),
+        MetricSpec("raybatch_request_megabytes", "MB of requests sent"),
+        MetricSpec("raybatch_answers_unparseable", "answers retried"),
+        MetricSpec("raybatch_tokens", "tokens used", tags={"kind": TOKEN_KINDS}),
+        MetricSpec("raybatch_cost_usd", "estimated cost in US dollars"),
+        MetricSpec("raybatch_writer_mb_in_flight", "source MB held by the result writers", counter=False),
+        MetricSpec("raybatch_documents_written", "documents written", tags={"priority": _PRIORITIES}),
+        MetricSpec(
+            "raybatch_jobs_finished", "jobs ended", tags={"status": tuple(JobStatus), "priority": _PRIORITIES}
+        ),
+        MetricSpec("raybatch_workload_capacity", "units in the workload budget", counter=False),
+        MetricSpec(
+            "raybatch_workload_units", "workload units held", counter=False, tags={"kind": HOLDER_KINDS}
+        ),
+        MetricSpec(
+            "raybatch_workload_concurrency",
+            "concurrency a run chose",
+            counter=False,
+            tags={"stage": WORKLOAD_STAGES},
+        ),
+    )
+}
 
 
 def _ray_metrics() -> Any:
@@ -31,17 +90,19 @@ def _ray_metrics() -> Any:
 
 
 class Metrics:
-    """The counters and gauges raybatch reports; created lazily in the process that reports."""
+    """The counters and gauges raybatch reports; created lazily in the process that reports, in
+    ``ray.util.metrics`` (or ``sink``: anything with its ``Counter`` and ``Gauge``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sink: Any = None) -> None:
+        self._sink = sink
         self._made: dict[str, Any] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"_made": None}  # metric objects stay in the process that made them
+        return {"_made": None, "_sink": None}  # metric objects stay in the process that made them
 
     def _get(self, name: str) -> Any:
         if self._made is None:
-            metrics = _ray_metrics()
+            metrics = self._sink or _ray_metrics()
             if metrics is None:
                 return None
             self._made = _make(metrics)
@@ -83,10 +144,11 @@ class Metrics:
     def job_finished(self, status: JobStatus, priority: Priority = Priority.NORMAL) -> None:
         self._inc("jobs_finished", 1, {"status": status.value, "priority": priority.value})
 
-    def workload_units(self, capacity: int, units_by_holder: dict[str, float]) -> None:
+    def workload_units(self, capacity: int, units_by_kind: Mapping[str, float]) -> None:
+        """The budget's capacity, and the units held by runs and by other work (``HOLDER_KINDS``)."""
         self._set("workload_capacity", capacity)
-        for holder, units in units_by_holder.items():
-            self._set("workload_units", units, {"holder": holder})
+        for kind in HOLDER_KINDS:
+            self._set("workload_units", units_by_kind.get(kind, 0), {"kind": kind})
 
     def workload_concurrency(self, stage: str, limit: int) -> None:
         self._set("workload_concurrency", limit, {"stage": stage})
@@ -103,34 +165,8 @@ class Metrics:
 
 
 def _make(metrics: Any) -> dict[str, Any]:
-    counter, gauge = metrics.Counter, metrics.Gauge
-    return {
-        "pages_prepared": counter("raybatch_pages_prepared", description="pages rendered and read"),
-        "pages_ocr": counter("raybatch_pages_ocr", description="pages read by an OCR engine"),
-        "requests_submitted": counter(
-            "raybatch_requests_submitted", description="Claude requests sent", tag_keys=("mode",)
-        ),
-        "batches_created": counter("raybatch_batches_created", description="Message Batches created"),
-        "batches_ended": counter("raybatch_batches_ended", description="Message Batches filed"),
-        "batches_in_flight": gauge("raybatch_batches_in_flight", description="batches not yet filed"),
-        "request_megabytes": counter("raybatch_request_megabytes", description="MB of requests sent"),
-        "answers_unparseable": counter("raybatch_answers_unparseable", description="answers retried"),
-        "tokens": counter("raybatch_tokens", description="tokens used", tag_keys=("kind",)),
-        "cost_usd": counter("raybatch_cost_usd", description="estimated cost in US dollars"),
-        "writer_mb_in_flight": gauge(
-            "raybatch_writer_mb_in_flight", description="source MB held by the result writers"
-        ),
-        "documents_written": counter(
-            "raybatch_documents_written", description="documents written", tag_keys=("priority",)
-        ),
-        "jobs_finished": counter(
-            "raybatch_jobs_finished", description="jobs ended", tag_keys=("status", "priority")
-        ),
-        "workload_capacity": gauge("raybatch_workload_capacity", description="units in the workload budget"),
-        "workload_units": gauge(
-            "raybatch_workload_units", description="workload units held", tag_keys=("holder",)
-        ),
-        "workload_concurrency": gauge(
-            "raybatch_workload_concurrency", description="concurrency a run chose", tag_keys=("stage",)
-        ),
-    }
+    made = {}
+    for key, spec in METRICS.items():
+        kind = metrics.Counter if spec.counter else metrics.Gauge
+        made[key] = kind(spec.name, description=spec.description, tag_keys=tuple(spec.tags))
+    return made

@@ -9,6 +9,7 @@ field is declared once.
 from __future__ import annotations
 
 import contextvars
+import logging
 import re
 from collections.abc import Mapping
 from enum import StrEnum
@@ -32,6 +33,8 @@ from raybatch.settings_sources import Origin, RaybatchSources, env_name, legacy_
 
 if TYPE_CHECKING:
     from raybatch.cost import ModelPrices
+
+log = logging.getLogger(__name__)
 
 # Anthropic's hard limits for one Message Batch (decimal MB); the packer keeps below them.
 ANTHROPIC_BATCH_MAX_MB = 256
@@ -183,18 +186,56 @@ class StateSettings(_Section):
     )
 
 
+# The S3 settings' old names (MINIO_ENDPOINT, ...): still read, each with one warning line.
+RENAMED_S3_SETTINGS = {
+    f"minio_{name}": f"s3_{name}" for name in ("endpoint", "access_key", "secret_key", "secure", "region")
+}
+
+
 class StoreSettings(_Section):
-    """Object storage: a local folder or ``s3://bucket/prefix`` on MinIO/S3."""
+    """Object storage: a local folder or ``s3://bucket/prefix`` on S3 or MinIO. Without S3_ACCESS_KEY
+    and S3_SECRET_KEY the AWS credential chain finds the keys (``raybatch.objects.s3auth``)."""
 
     store: str = Field("", description="output folder or s3://bucket/prefix; empty: RAYBATCH_HOME/store")
-    minio_endpoint: str | None = Field(None, description="the S3 server's host:port")
-    minio_access_key: str | None = Field(None, description="the S3 access key")
-    minio_secret_key: SecretStr | None = Field(None, description="the S3 secret key (secret)")
-    minio_secure: bool = Field(True, description="talk to the S3 server over TLS")
-    minio_region: str | None = Field(None, description="the S3 region")
+    s3_endpoint: str | None = Field(
+        None,
+        description="host:port of the S3 API; unset: AWS S3",
+        json_schema_extra={"legacy_env": ["MINIO_ENDPOINT"]},
+    )
+    s3_access_key: str | None = Field(
+        None,
+        description="the S3 access key; unset: the AWS credential chain",
+        json_schema_extra={"legacy_env": ["MINIO_ACCESS_KEY"]},
+    )
+    s3_secret_key: SecretStr | None = Field(
+        None, description="the S3 secret key (secret)", json_schema_extra={"legacy_env": ["MINIO_SECRET_KEY"]}
+    )
+    s3_secure: bool = Field(
+        True, description="talk to the S3 server over TLS", json_schema_extra={"legacy_env": ["MINIO_SECURE"]}
+    )
+    s3_region: str | None = Field(
+        None, description="the S3 region", json_schema_extra={"legacy_env": ["MINIO_REGION"]}
+    )
     store_outage_budget: float = Field(
         600.0, gt=0, description="seconds a store call waits out an outage before its work is parked"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """MINIO_* (the environment, .env, keywords) read as S3_*, each with one warning line."""
+        if not isinstance(data, dict) or not RENAMED_S3_SETTINGS.keys() & {str(k).lower() for k in data}:
+            return data
+        data = dict(data)
+        for key in [k for k in data if str(k).lower() in RENAMED_S3_SETTINGS]:
+            old, new = str(key).lower(), RENAMED_S3_SETTINGS[str(key).lower()]
+            value = data.pop(key)
+            if new in data:
+                log.warning("%s is ignored: %s is set", old.upper(), new.upper())
+            else:
+                log.warning("%s is an old name: it is read as %s; rename it", old.upper(), new.upper())
+                data[new] = value
+        return data
 
 
 class WriterSettings(_Section):

@@ -231,10 +231,10 @@ def _source_store(bucket: str, settings: StoreSettings) -> MinioObjectStore:
 
     return MinioObjectStore(
         bucket,
-        endpoint=settings.minio_endpoint or "s3.amazonaws.com",
-        access_key=settings.minio_access_key,
-        secret_key=settings.minio_secret_key,
-        secure=settings.minio_secure,
-        region=settings.minio_region,
+        endpoint=settings.s3_endpoint or "s3.amazonaws.com",
+        access_key=settings.s3_access_key,
+        secret_key=settings.s3_secret_key,
+        secure=settings.s3_secure,
+        region=settings.s3_region,
         create_bucket=False,
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
@@ -112,6 +114,47 @@ class ProgressBars:
 
     def _table(self) -> Table:
         return self._bars.make_tasks_table(self._bars.tasks)
+
+
+PROGRESS_EVERY = 5.0  # seconds between progress lines
+
+
+def shows_bars() -> bool:
+    """True when progress can be drawn in place (a terminal, a notebook); else it is printed as lines."""
+    return errors.is_terminal or errors.is_jupyter
+
+
+class ProgressLines:
+    """Progress where nothing is redrawn (``ray job logs``, a file): one line every ``every``
+    seconds, and the last one whatever the time."""
+
+    def __init__(
+        self,
+        every: float = PROGRESS_EVERY,
+        write: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._every, self._write, self._monotonic = every, write, monotonic
+        self._last: float | None = None
+
+    def __call__(self, progress: RunProgress) -> None:
+        now = self._monotonic()
+        finished = progress.total > 0 and progress.done == progress.total
+        if finished or self._last is None or now - self._last >= self._every:
+            self._last = now
+            self._write(progress_line(progress))
+
+
+def progress_line(progress: RunProgress) -> str:
+    """``progress: jobs 3/6 done (completed 3, writing 1, ...), pages 120/172, batches 1, ...``."""
+    stages = ", ".join(f"{status} {n}" for status, n in sorted(progress.by_status.items()))
+    return (
+        f"progress: jobs {progress.done}/{progress.total} done ({stages}), "
+        f"pages {progress.pages_prepared}/{progress.pages_total}, batches {progress.active_batches}, "
+        f"writers {progress.writer_mb:.0f} MB, documents {progress.documents}, "
+        f"{progress.elapsed:.0f} s{' [paused]' if progress.paused else ''}"
+        f"{f' [parked: {progress.parked}]' if progress.parked else ''}"
+    )
 
 
 def status_table(summary: Mapping[str, Any]) -> Table:

@@ -102,7 +102,6 @@ class Budget:
         self._lease: WorkloadLease | None = None
         self._leases: tuple[WorkloadLease, ...] = ()
         self._lock = threading.Lock()
-        self._reported: set[str] = set()
         self.sizings: list[Sizing] = []
 
     @property
@@ -189,11 +188,12 @@ class Budget:
         return limit
 
     def _report(self) -> None:
-        units: dict[str, float] = dict.fromkeys(self._reported, 0)
+        # By kind of holder, never by holder: a run's holder name is new every run.
+        units: dict[str, float] = {}
         for lease in self._leases:
-            units[lease.holder] = units.get(lease.holder, 0) + lease.units
+            kind = "run" if lease.elastic else "hold"
+            units[kind] = units.get(kind, 0) + lease.units
         self._metrics.workload_units(self._settings.workload_capacity, units)
-        self._reported = set(units)
 
 
 @contextlib.contextmanager

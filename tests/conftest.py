@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +45,8 @@ class S3Server:
     access_key: str = "raybatch-test"
     secret_key: str = "raybatch-test-secret"
     region: str = "us-east-1"
+    # The access key id that signed each request, in order (None: unsigned), for the credential tests.
+    signed_by: list[str | None] = dataclasses.field(default_factory=list)
 
     def client(self):
         """A minio client for this server."""
@@ -69,11 +72,11 @@ class S3Server:
 
         return StoreSettings(
             store=f"s3://{bucket}/{prefix}".rstrip("/"),
-            minio_endpoint=self.endpoint,
-            minio_access_key=self.access_key,
-            minio_secret_key=self.secret_key,
-            minio_secure=False,
-            minio_region=self.region,
+            s3_endpoint=self.endpoint,
+            s3_access_key=self.access_key,
+            s3_secret_key=self.secret_key,
+            s3_secure=False,
+            s3_region=self.region,
         )
 
 
@@ -87,14 +90,37 @@ def s3_server() -> Iterator[S3Server]:
     werkzeug_log = logging.getLogger("werkzeug")
     level = werkzeug_log.level
     werkzeug_log.setLevel(logging.WARNING)  # one line per request otherwise
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    signed_by: list[str | None] = []
+    server = _signatures_kept(ThreadedMotoServer, signed_by)(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     try:
-        yield S3Server(endpoint=f"{host}:{port}")
+        yield S3Server(endpoint=f"{host}:{port}", signed_by=signed_by)
     finally:
         server.stop()
         werkzeug_log.setLevel(level)
+
+
+def _signatures_kept(threaded_server: type, signed_by: list[str | None]) -> type:
+    """moto's threaded server, its app behind a layer that notes which access key signed each request."""
+    from moto.moto_server import threaded_moto_server as moto_threads  # its werkzeug make_server
+
+    app = moto_threads.DomainDispatcherApplication(moto_threads.create_backend_app)
+
+    def noted(environ: dict[str, Any], start_response: Any) -> Any:
+        match = re.search(r"Credential=([^/,\s]+)/", environ.get("HTTP_AUTHORIZATION", ""))
+        signed_by.append(match.group(1) if match else None)
+        return app(environ, start_response)
+
+    class SignaturesKept(threaded_server):  # type: ignore[misc,valid-type]
+        def _server_entry(self) -> None:  # as moto's own, with ``noted`` in front of its app
+            self._server = moto_threads.make_server(
+                self._ip_address, self._port, noted, True, request_handler=moto_threads.MotoRequestHandler
+            )
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return SignaturesKept
 
 
 @pytest.fixture

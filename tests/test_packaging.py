@@ -101,3 +101,26 @@ def test_the_package_says_the_version_pyproject_gives() -> None:
     import raybatch
 
     assert raybatch.__version__ == PROJECT["version"]
+
+
+def test_the_licence_is_agpl_as_pymupdfs_and_ships_in_the_package() -> None:
+    text = (REPO / "LICENSE").read_text()
+    assert text.split("\n", 2)[:2] == [
+        "                    GNU AFFERO GENERAL PUBLIC LICENSE",
+        "                       Version 3, 19 November 2007",
+    ]
+    assert "13. Remote Network Interaction; Use with the GNU General Public License." in text
+    assert "END OF TERMS AND CONDITIONS" in text and len(text.splitlines()) == 661  # the FSF's text, whole
+    assert PROJECT["license"] == "AGPL-3.0-or-later"  # PyMuPDF's AGPL-3.0 allows no less
+    assert PROJECT["license-files"] == ["LICENSE"]
+    build = tomllib.loads((REPO / "pyproject.toml").read_text())["build-system"]
+    assert "setuptools>=77" in build["requires"]  # the first that reads an SPDX licence expression
+
+
+def test_the_metadata_names_its_source_and_classifiers() -> None:
+    classifiers = PROJECT["classifiers"]
+    assert not [c for c in classifiers if c.startswith("License ::")]  # the SPDX expression says it
+    low = PROJECT["requires-python"].removeprefix(">=")
+    assert f"Programming Language :: Python :: {low}" in classifiers
+    assert {"Homepage", "Source", "Issues"} <= set(PROJECT["urls"])
+    assert all(url.startswith("https://") for url in PROJECT["urls"].values())

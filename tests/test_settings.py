@@ -34,7 +34,7 @@ DESIGN_KNOBS = {
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)  # no stray .env file
-    secrets = ["ANTHROPIC_API_KEY", "MINIO_SECRET_KEY"]
+    secrets = ["ANTHROPIC_API_KEY", "S3_SECRET_KEY", "MINIO_SECRET_KEY"]
     for name in [*DESIGN_KNOBS, *secrets, "ANTHROPIC_BASE_URL", "STORE", "RAYBATCH_HOME"]:
         monkeypatch.delenv(name, raising=False)
 
@@ -106,7 +106,7 @@ SECRETS = ("key-not-for-logs", DB_PASSWORD, "minio-not-for-logs")
 def secret_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRETS[0])
     monkeypatch.setenv("DATABASE_URL", f"postgresql+psycopg://raybatch:{DB_PASSWORD}@db:5432/raybatch")
-    monkeypatch.setenv("MINIO_SECRET_KEY", SECRETS[2])
+    monkeypatch.setenv("S3_SECRET_KEY", SECRETS[2])
 
 
 @pytest.mark.usefixtures("secret_env")
@@ -128,13 +128,13 @@ def test_each_worker_gets_only_the_secrets_it_uses() -> None:
     settings = load_settings()
     prepare = settings.for_prepare_tasks().model_dump_json()
     assert "anthropic_api_key" not in prepare and "database_url" not in prepare
-    assert "minio_secret_key" not in prepare
+    assert "s3_secret_key" not in prepare
     writers = settings.for_writers()
     assert not hasattr(writers, "claude") and "anthropic_api_key" not in writers.model_dump_json()
     assert writers.state.database_url.get_secret_value() == settings.database_url.get_secret_value()
     coordinator = settings.for_coordinator()
     assert coordinator.claude.anthropic_api_key == settings.anthropic_api_key
-    assert "minio_secret_key" not in coordinator.model_dump_json()
+    assert "s3_secret_key" not in coordinator.model_dump_json()
 
 
 def test_a_bad_database_url_error_does_not_repeat_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,9 +162,10 @@ def test_mask_url_hides_passwords_only(url: str, shown: str) -> None:
 
 
 def test_the_secret_variables_are_known_in_any_case() -> None:
-    environ = {"ANTHROPIC_API_KEY": "k", "database_url": "u", "MINIO_SECRET_KEY": "s"}
-    environ |= {"MINIO_ACCESS_KEY": "a", "PATH": "/bin"}
-    assert secret_env_names(environ) == ["ANTHROPIC_API_KEY", "MINIO_SECRET_KEY", "database_url"]
+    environ = {"ANTHROPIC_API_KEY": "k", "database_url": "u", "S3_SECRET_KEY": "s", "MINIO_SECRET_KEY": "s"}
+    environ |= {"S3_ACCESS_KEY": "a", "PATH": "/bin"}
+    expected = ["ANTHROPIC_API_KEY", "MINIO_SECRET_KEY", "S3_SECRET_KEY", "database_url"]
+    assert secret_env_names(environ) == expected  # the old name too
 
 
 def test_without_a_key_the_emulator_must_be_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:

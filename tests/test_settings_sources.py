@@ -120,13 +120,8 @@ def test_a_bad_value_names_the_variable_users_set(monkeypatch: pytest.MonkeyPatc
 
 
 def test_secret_names_include_new_and_old_names() -> None:
-    environ = {
-        "RAYBATCH_MINIO_SECRET_KEY": "x",
-        "MINIO_SECRET_KEY": "y",
-        "ANTHROPIC_API_KEY": "z",
-        "PATH": "/",
-    }
-    assert secret_env_names(environ) == ["ANTHROPIC_API_KEY", "MINIO_SECRET_KEY", "RAYBATCH_MINIO_SECRET_KEY"]
+    environ = {"RAYBATCH_S3_SECRET_KEY": "x", "MINIO_SECRET_KEY": "y", "S3_SECRET_KEY": "w", "PATH": "/"}
+    assert secret_env_names(environ) == ["MINIO_SECRET_KEY", "RAYBATCH_S3_SECRET_KEY", "S3_SECRET_KEY"]
 
 
 def test_raybatch_config_prints_each_setting_its_origin_and_masks_secrets(

@@ -1,10 +1,11 @@
 """MinIO or S3 as the object store, through the minio SDK: ``s3://bucket/prefix``.
 
-Only this module talks to the SDK. Its errors are translated once (``_translated``): transient ones
-(5xx, 429, timeouts, dropped connections) into StorageUnavailable, retried here a bounded number of
-times with backoff before they reach the caller; missing keys into ObjectNotFound; the rest into
-permanent errors. The SDK's own blind retries are switched off so the budget is ours, and its sleep
-is injected. Metadata values are percent-encoded into headers or kept in a sidecar (``s3meta``).
+Only this module talks to the SDK (``s3auth`` picks its credentials). Its errors are translated
+once (``_translated``): transient ones (5xx, 429, timeouts, dropped connections) into
+StorageUnavailable, retried here a bounded number of times with backoff before they reach the
+caller; missing keys into ObjectNotFound; the rest into permanent errors. The SDK's own blind
+retries are switched off so the budget is ours, and its sleep is injected. Metadata values are
+percent-encoded into headers or kept in a sidecar (``s3meta``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from raybatch.objects.keys import (
     validate_prefix,
 )
 from raybatch.objects.port import DEFAULT_CONTENT_TYPE, ObjectInfo
+from raybatch.objects.s3auth import s3_credentials
 from raybatch.retry import Backoff, retrying
 from raybatch.settings import StoreSettings
 
@@ -171,16 +173,16 @@ class MinioObjectStore:
 
     @classmethod
     def from_settings(cls, settings: StoreSettings, **options: Any) -> MinioObjectStore:
-        """The store that ``settings.store`` (an s3:// URI) and the MINIO_* settings describe."""
+        """The store that ``settings.store`` (an s3:// URI) and the S3_* settings describe."""
         bucket, prefix = parse_s3_uri(settings.store)
         return cls(
             bucket,
             prefix,
-            endpoint=settings.minio_endpoint or DEFAULT_ENDPOINT,
-            access_key=settings.minio_access_key,
-            secret_key=settings.minio_secret_key,
-            secure=settings.minio_secure,
-            region=settings.minio_region,
+            endpoint=settings.s3_endpoint or DEFAULT_ENDPOINT,
+            access_key=settings.s3_access_key,
+            secret_key=settings.s3_secret_key,
+            secure=settings.s3_secure,
+            region=settings.s3_region,
             **options,
         )
 
@@ -378,11 +380,11 @@ class MinioObjectStore:
         return self._minio
 
     def _new_client(self) -> Minio:
+        """A client signing with the given keys, or with what the AWS credential chain finds."""
         try:
             return Minio(
                 self._endpoint,
-                access_key=self._access_key,
-                secret_key=self._secret_key.get_secret_value() if self._secret_key else None,
+                credentials=s3_credentials(self._access_key, self._secret_key),
                 secure=self._secure,
                 region=self._region,
                 http_client=_http_client(self._timeout),

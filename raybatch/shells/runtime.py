@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 
 
 def connect(settings: Settings, *, dashboard: bool = True) -> bool:
-    """Join Ray (RAY_ADDRESS / RAY_ADDRESS setting / an initialised session) or start it locally.
+    """Join Ray (an initialised session, RAY_ADDRESS, or the cluster this machine is a node of) or
+    start it locally. A joined cluster's worker output reaches this driver (``ray job logs``).
 
     Returns True when this call started a local Ray that the caller must shut down.
     """
@@ -33,8 +34,10 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
     if ray.is_initialized():
         return False
     writers = settings.section(WriterSettings)
-    if settings.ray_address or os.environ.get("RAY_ADDRESS"):
-        ray.init(address=settings.ray_address, namespace=settings.ray_namespace, log_to_driver=False)
+    address = settings.ray_address or os.environ.get("RAY_ADDRESS") or running_cluster()
+    if address:
+        ray.init(address=address, namespace=settings.ray_namespace, log_to_driver=True)
+        _warn_without_writer_nodes(address, writers.result_resource)
         return False
     # A local Ray's workers inherit this process's environment: blank the secrets there (each
     # worker is sent what it needs as arguments).
@@ -49,6 +52,34 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
         runtime_env={"env_vars": hidden} if hidden else None,
     )
     return True
+
+
+def _warn_without_writer_nodes(address: str, resource: str) -> None:
+    if resource not in ray.cluster_resources():
+        log.warning(
+            "no node of the cluster at %s declares %s yet: the writers wait until one does "
+            "(a writer node the autoscaler adds, or `ray start --resources`)",
+            address,
+            resource,
+        )
+
+
+def running_cluster() -> str | None:
+    """The address of the cluster `ray start` made this machine a node of, if it still runs.
+
+    Ray's own record of it (``ray_current_cluster`` in its default temp dir, ``$RAY_TMPDIR/ray`` or
+    ``/tmp/ray``, which `ray start` writes and `ray stop` removes) must name a GCS a raylet here still
+    serves: a record left by a crashed node is ignored. A Ray started by ``ray.init()``, or by
+    `ray start --temp-dir` elsewhere (a test's head), leaves no record there and is never joined.
+    """
+    from ray._private import services  # Ray's own discovery (pinned 2.60), as ray.init() does it
+
+    address = services.find_bootstrap_address(None)
+    if address and address in services.find_gcs_addresses():
+        return str(address)
+    if address:
+        log.info("Ray's record names %s, which no raylet here serves: starting a local Ray", address)
+    return None
 
 
 def limit_oom_retries(settings: Settings) -> None:

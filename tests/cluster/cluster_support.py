@@ -80,7 +80,7 @@ class Submission:
 
 
 def submit(head: RayHead, submission_id: str, args: Sequence[str], timeout: float = 240) -> Submission:
-    """`ray job submit --working-dir <repo> -- python jobs/process.py ARGS`, waiting for the end."""
+    """`ray job submit --working-dir <repo> -- raybatch run ARGS`, waiting for the end."""
     from ray.job_submission import JobSubmissionClient
 
     command = [
@@ -89,7 +89,7 @@ def submit(head: RayHead, submission_id: str, args: Sequence[str], timeout: floa
         "--submission-id", submission_id,
         "--working-dir", str(REPO),
         "--runtime-env-json", json.dumps({"env_vars": JOB_ENV}),
-        "--", "python", "jobs/process.py", *args,
+        "--", "raybatch", "run", *args,
     ]  # fmt: skip
     done = subprocess.run(command, env=ray_env(), capture_output=True, text=True, timeout=timeout)
     client = JobSubmissionClient(head.dashboard_url)
@@ -109,9 +109,9 @@ def submit(head: RayHead, submission_id: str, args: Sequence[str], timeout: floa
 
 
 def job_args(corpus: Corpus, home: Path) -> list[str]:
-    """jobs/process.py's arguments for ``corpus`` into a store and a SQLite database under ``home``."""
+    """`raybatch run`'s arguments for ``corpus`` into a store and a SQLite database under ``home``."""
     db = f"sqlite:///{home / 'state.db'}"
-    return [str(corpus.folder), "--store", str(home / "store"), "--db", db, "--emulator"]
+    return [str(corpus.folder), "--store", str(home / "store"), "--db", db, "--emulator", "--json"]
 
 
 def scrape_metrics(head: RayHead) -> dict[str, float]:

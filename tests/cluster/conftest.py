@@ -33,11 +33,13 @@ _HEADS: list[RayHead] = []
 
 @pytest.fixture(scope="session")
 def job_head() -> Iterator[RayHead]:
-    """A head with the dashboard on loopback, the writers' resource, and a Prometheus endpoint."""
+    """A head with the dashboard on loopback, the writers' resource, and a Prometheus endpoint,
+    found by a process given RAY_TMPDIR=head.root as a node's processes find theirs."""
     head = RayHead(
         num_cpus=2,
         resources={"result_mb": 1024},
         system_config={"metrics_report_interval_ms": METRICS_REPORT_MS},
+        default_layout=True,
     )
     _HEADS.append(head)
     with head:

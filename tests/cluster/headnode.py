@@ -61,10 +61,15 @@ class RayHead:
     autoscaling_config: Path | None = None
     system_config: Mapping[str, object] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
+    # The temp dir is <root>/ray, Ray's own layout under RAY_TMPDIR=<root>: a process given that
+    # RAY_TMPDIR finds this head where `ray start` records it, as on a node of a real cluster.
+    default_layout: bool = False
 
     def __post_init__(self) -> None:
         # Short: Ray's unix sockets live under the temp dir and their paths are capped at 107 bytes.
-        self.temp_dir = Path(tempfile.mkdtemp(prefix="rb-", dir="/tmp"))
+        self.root = Path(tempfile.mkdtemp(prefix="rb-", dir="/tmp"))
+        self.temp_dir = self.root / "ray" if self.default_layout else self.root
+        self.temp_dir.mkdir(exist_ok=True)
         gcs, dash, client, metrics, agent_http, agent_grpc, env_agent, nm, om = free_ports(9)
         self.gcs_port, self.dashboard_port, self.metrics_port = gcs, dash, metrics
         self._ports = {
@@ -157,7 +162,7 @@ class RayHead:
             _end(pid)
         if self._log is not None:
             self._log.close()
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> RayHead:
         return self.start()

@@ -20,7 +20,14 @@ from raybatch.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = Path(ray.autoscaler.__file__).parent / "ray-schema.json"
-SECRET_NAMES = ("ANTHROPIC_API_KEY", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY", "DATABASE_URL")
+SECRET_NAMES = (
+    "ANTHROPIC_API_KEY",
+    "S3_ACCESS_KEY",
+    "S3_SECRET_KEY",
+    "MINIO_ACCESS_KEY",
+    "MINIO_SECRET_KEY",
+    "DATABASE_URL",
+)
 
 
 def _load(name: str) -> dict[str, Any]:

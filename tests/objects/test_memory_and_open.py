@@ -47,9 +47,9 @@ def test_open_store_picks_a_folder(tmp_path: Path) -> None:
 def test_open_store_picks_s3_without_touching_the_network() -> None:
     settings = StoreSettings(
         store="s3://raybatch/runs/1",
-        minio_endpoint="minio.internal:9000",
-        minio_secret_key="k",
-        minio_access_key="a",
+        s3_endpoint="minio.internal:9000",
+        s3_secret_key="k",
+        s3_access_key="a",
     )
     store = open_store(settings)
 

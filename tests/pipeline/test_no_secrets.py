@@ -138,7 +138,7 @@ def test_a_prepare_task_cannot_read_the_api_key(
         tmp_path,
         anthropic_api_key=API_KEY,
         database_url=with_password,
-        minio_secret_key=STORE_SECRET,
+        s3_secret_key=STORE_SECRET,
     )
     # The driver's own database handle (the URL above is never connected to).
     state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))

@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.ray, pytest.mark.slow]
 
 DATABASE_DOWN_SECONDS = 30.0
 STORE_DOWN_SECONDS = 60.0
-S3_KEYS = {"minio_access_key": "raybatch-test", "minio_secret_key": "raybatch-test-secret"}
+S3_KEYS = {"s3_access_key": "raybatch-test", "s3_secret_key": "raybatch-test-secret"}
 
 
 class Postgres:
@@ -118,8 +118,8 @@ def test_a_database_restart_and_a_store_outage_mid_run_are_waited_out(
         s3.endpoint,
         secure=False,
         region="us-east-1",
-        access_key=S3_KEYS["minio_access_key"],
-        secret_key=S3_KEYS["minio_secret_key"],
+        access_key=S3_KEYS["s3_access_key"],
+        secret_key=S3_KEYS["s3_secret_key"],
     ).make_bucket(bucket, location="us-east-1")
     truth = write_samples(tmp_path / "in", bundles=2, seed=11)
     # Batches end 3 s after their create: while the database is away, so their answers are filed
@@ -130,9 +130,9 @@ def test_a_database_restart_and_a_store_outage_mid_run_are_waited_out(
             emulator,
             database_url=schema_url,
             store=f"s3://{bucket}/results",
-            minio_endpoint=s3.endpoint,
-            minio_secure=False,
-            minio_region="us-east-1",
+            s3_endpoint=s3.endpoint,
+            s3_secure=False,
+            s3_region="us-east-1",
             ocr_engine="none",
             lease_seconds=30.0,
             **S3_KEYS,

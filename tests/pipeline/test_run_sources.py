@@ -87,11 +87,11 @@ def test_s3_source_s3_store_and_postgresql(
         emulator,
         database_url=db_url.render_as_string(hide_password=False),
         store=store.store,
-        minio_endpoint=store.minio_endpoint,
-        minio_access_key=store.minio_access_key,
-        minio_secret_key=store.minio_secret_key.get_secret_value() if store.minio_secret_key else None,
-        minio_secure=False,
-        minio_region=store.minio_region,
+        s3_endpoint=store.s3_endpoint,
+        s3_access_key=store.s3_access_key,
+        s3_secret_key=store.s3_secret_key.get_secret_value() if store.s3_secret_key else None,
+        s3_secure=False,
+        s3_region=store.s3_region,
         ocr_engine="none",
     )
     try:
