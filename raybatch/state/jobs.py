@@ -566,18 +566,24 @@ class JobQueries(SqlBase):
                 raise LeaseLost(f"job {lease.job_id}: lease {lease.token} of {lease.worker_id} is gone")
 
     def transition(
-        self, job_id: int, from_statuses: Iterable[JobStatus], to_status: JobStatus, **fields: Any
+        self,
+        job_id: int,
+        from_statuses: Iterable[JobStatus],
+        to_status: JobStatus,
+        *,
+        lease: Lease | None = None,
+        **fields: Any,
     ) -> bool:
-        """One conditional UPDATE: True when the job was in one of ``from_statuses``.
+        """One conditional UPDATE: True when the job was in one of ``from_statuses`` (and, with
+        ``lease``, that lease still held it: a stale holder changes nothing).
 
         A transition ends any lease on the job, so its holder's next renew or finish is refused.
         """
         values = {**_fields(fields), **RELEASED_LEASE, "status": JobStatus(to_status).value}
-        move = (
-            sa.update(jobs)
-            .where(jobs.c.id == job_id, jobs.c.status.in_(_statuses(from_statuses)))
-            .values(values)
-        )
+        where = [jobs.c.id == job_id, jobs.c.status.in_(_statuses(from_statuses))]
+        if lease is not None:
+            where.append(held_by(lease))
+        move = sa.update(jobs).where(*where).values(values)
         with self._write() as conn:
             return conn.execute(move.values(updated_at=self._now())).rowcount == 1
 

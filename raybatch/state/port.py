@@ -252,10 +252,17 @@ class JobStates(Protocol):
         ...
 
     def transition(
-        self, job_id: int, from_statuses: Iterable[JobStatus], to_status: JobStatus, **fields: Any
+        self,
+        job_id: int,
+        from_statuses: Iterable[JobStatus],
+        to_status: JobStatus,
+        *,
+        lease: Lease | None = None,
+        **fields: Any,
     ) -> bool:
-        """One conditional UPDATE: True when the job was in one of ``from_statuses``. It ends any
-        lease on the job (the holder's next renew/finish raises LeaseLost)."""
+        """One conditional UPDATE: True when the job was in one of ``from_statuses`` and, with
+        ``lease``, that lease still held it (a stale holder changes nothing). It ends any lease on
+        the job (the holder's next renew/finish raises LeaseLost)."""
         ...
 
     def fail_job(
