@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from raybatch.errors import LeaseLost, retried_on_rerun
+from raybatch.errors import InvalidSource, LeaseLost, SourceProblem, retried_on_rerun
 from raybatch.models import (
     TERMINAL_JOB_STATUSES,
     JobRecord,
@@ -42,6 +42,8 @@ _FIRST = (sa.case((jobs.c.priority == Priority.URGENT.value, 0), else_=1), jobs.
 
 
 _UNSENT = [s.value for s in (JobStatus.PENDING, JobStatus.PREPARING, JobStatus.PREPARED, JobStatus.FAILED)]
+# Failures of a source's place, not its content: the same content registered again is read anew.
+_WHERE_IT_WAS = (SourceProblem.UNREADABLE, SourceProblem.CHANGED, SourceProblem.NOT_A_FILE)
 _LIVE_OR_FAILED = (jobs.c.status.not_in([JobStatus.COMPLETED.value, JobStatus.CANCELED.value]),)
 
 
@@ -53,6 +55,13 @@ def _fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     if values.get("error_message") is not None:
         values["error_message"] = clip(values["error_message"])
     return values
+
+
+def _misplaced(job: JobRecord) -> bool:
+    """Whether the job failed for where its file was (gone, replaced, not a file), not for its
+    content: registered again by its content, it is taken up again."""
+    reasons = tuple(f"{reason}:" for reason in _WHERE_IT_WAS)
+    return job.error_class == InvalidSource.__name__ and (job.error_message or "").startswith(reasons)
 
 
 def _statuses(statuses: Iterable[JobStatus]) -> list[str]:
@@ -195,7 +204,8 @@ class JobQueries(SqlBase):
             found: dict[int, tuple[JobRecord, bool]] = {}
             for i, spec in enumerate(new):
                 if (existing := latest.get(spec.sha256)) is not None:
-                    found[i] = (self._existing(conn, existing, spec.priority, now), False)
+                    found[i] = (self._existing(conn, existing, spec, now), False)
+                    latest[spec.sha256] = found[i][0]
             fresh = [(i, spec) for i, spec in enumerate(new) if i not in found]
             made = self._insert_jobs(conn, [(keys[i], spec) for i, spec in fresh], now)
             for i, _ in fresh:
@@ -206,15 +216,20 @@ class JobQueries(SqlBase):
                     found[i] = (job_record(row), False)
         return [found[i] for i in range(len(new))]
 
-    def _existing(
-        self, conn: Connection, existing: JobRecord, priority: Priority, now: datetime
-    ) -> JobRecord:
-        """The job an existing registration finds: made urgent, or reopened after a failure a
-        rerun retries."""
-        if priority is Priority.URGENT and existing.priority is not Priority.URGENT:
+    def _existing(self, conn: Connection, existing: JobRecord, spec: NewJob, now: datetime) -> JobRecord:
+        """The job an existing registration finds: read from where the file is now (a moved or
+        renamed file), made urgent, or reopened after a failure a rerun retries (one of where
+        the file was included: its content is here again)."""
+        if spec.source_uri != existing.source_uri:
+            moved = {"source_uri": spec.source_uri, "source_name": spec.source_name, "updated_at": now}
+            conn.execute(sa.update(jobs).where(jobs.c.id == existing.id).values(moved))
+            existing = replace(existing, source_uri=spec.source_uri, source_name=spec.source_name)
+        if spec.priority is Priority.URGENT and existing.priority is not Priority.URGENT:
             self._urgent(conn, [existing.id], now)
             existing = self._job_in(conn, existing.id)
-        if existing.status is JobStatus.FAILED and retried_on_rerun(existing.error_class):
+        if existing.status is JobStatus.FAILED and (
+            retried_on_rerun(existing.error_class) or _misplaced(existing)
+        ):
             return self._reopen(conn, existing.id, now) or existing
         return existing
 
@@ -517,7 +532,9 @@ class JobQueries(SqlBase):
                 jobs.c.lease_expires_at.is_(None),
                 jobs.c.lease_expires_at <= now,
             )
-            values = {"lease_owner": worker_id, "lease_expires_at": now + timedelta(seconds=lease_seconds)}
+            # updated_at moves too: a held job is watched over, not abandoned (see requeue_unheld)
+            expires = now + timedelta(seconds=lease_seconds)
+            values = {"lease_owner": worker_id, "lease_expires_at": expires, "updated_at": now}
             for group in in_groups(sorted(set(job_ids))):
                 where = [jobs.c.id.in_(group), jobs.c.status == JobStatus(status).value, free]
                 hold = sa.update(jobs).where(*where).values(values).returning(jobs.c.id)
