@@ -187,9 +187,10 @@ class JobQueries(SqlBase):
         force: bool = False,
         pages: int | None = None,
         priority: Priority = Priority.NORMAL,
+        spend_run: str | None = None,
     ) -> tuple[JobRecord, bool]:
         """``JobStates.register_job``; a forced job gets a dedupe key of its own."""
-        new = NewJob(sha256, source_uri, source_name, kind, size_bytes, mode, pages, priority)
+        new = NewJob(sha256, source_uri, source_name, kind, size_bytes, mode, pages, priority, spend_run)
         return self.register_jobs([new], force=force)[0]
 
     def register_jobs(self, new: Sequence[NewJob], *, force: bool = False) -> list[tuple[JobRecord, bool]]:
@@ -220,10 +221,14 @@ class JobQueries(SqlBase):
         """The job an existing registration finds: read from where the file is now (a moved or
         renamed file), made urgent, or reopened after a failure a rerun retries (one of where
         the file was included: its content is here again)."""
+        moved: dict[str, Any] = {}
         if spec.source_uri != existing.source_uri:
             moved = {"source_uri": spec.source_uri, "source_name": spec.source_name, "updated_at": now}
-            conn.execute(sa.update(jobs).where(jobs.c.id == existing.id).values(moved))
             existing = replace(existing, source_uri=spec.source_uri, source_name=spec.source_name)
+        if spec.spend_run is not None:  # a capped run takes the job under its cap
+            moved["spend_run"] = spec.spend_run
+        if moved:
+            conn.execute(sa.update(jobs).where(jobs.c.id == existing.id).values(moved))
         if spec.priority is Priority.URGENT and existing.priority is not Priority.URGENT:
             self._urgent(conn, [existing.id], now)
             existing = self._job_in(conn, existing.id)
@@ -251,6 +256,7 @@ class JobQueries(SqlBase):
                 "priority": Priority(spec.priority).value,
                 "status": JobStatus.PENDING.value,
                 "pages": spec.pages,
+                "spend_run": spec.spend_run,
                 "progress": 0.0,
                 "attempts": 0,
                 "lease_token": 0,
@@ -353,6 +359,17 @@ class JobQueries(SqlBase):
                 rows = conn.execute(sa.select(*columns).where(jobs.c.id.in_(group)).order_by(jobs.c.id))
                 found += [JobGlance(i, STATUS(s), PRIORITY(p), MODE(m), held) for i, s, p, m, held in rows]
         return found
+
+    def spend_runs(self, job_ids: Iterable[int]) -> dict[int, str]:
+        """The capped run governing each of these jobs that has one."""
+        runs: dict[int, str] = {}
+        with self._read() as conn:
+            for group in in_groups(sorted(set(job_ids))):
+                query = sa.select(jobs.c.id, jobs.c.spend_run).where(
+                    jobs.c.id.in_(group), jobs.c.spend_run.is_not(None)
+                )
+                runs.update((job_id, run) for job_id, run in conn.execute(query))
+        return runs
 
     def job_statuses(self, job_ids: Iterable[int]) -> dict[int, JobStatus]:
         """The status of each of these jobs that exists (one light query per slice of ids)."""

@@ -66,6 +66,7 @@ class NewJob:
     mode: ProcessingMode = ProcessingMode.BATCH
     pages: int | None = None
     priority: Priority = Priority.NORMAL
+    spend_run: str | None = None  # a capped run: its MAX_COST_USD governs the job from now on
 
 
 @dataclass(frozen=True)
@@ -131,11 +132,17 @@ class JobStates(Protocol):
         force: bool = False,
         pages: int | None = None,
         priority: Priority = Priority.NORMAL,
+        spend_run: str | None = None,
     ) -> tuple[JobRecord, bool]:
         """The job for this content, and whether it was created now (same sha256 = same job,
         the newest one; ``force`` makes a new job anyway). ``source_name`` is metadata only;
         ``pages`` is recorded on a job created now; an urgent registration makes an existing
-        job urgent."""
+        job urgent; registered from another place, the job is read from there now; a
+        ``spend_run`` (a capped run) takes the job under its cap."""
+        ...
+
+    def spend_runs(self, job_ids: Iterable[int]) -> dict[int, str]:
+        """The capped run governing each of these jobs that has one."""
         ...
 
     def glance_jobs(self, job_ids: Iterable[int]) -> list[JobGlance]:
@@ -359,9 +366,11 @@ class ChunkStates(Protocol):
         """Chunks about to be sent: custom_id → (mode, expected cost in US dollars); stamped now."""
         ...
 
-    def spend_since(self, since: datetime) -> tuple[float, dict[ProcessingMode, Usage]]:
+    def spend_since(
+        self, since: datetime, run: str | None = None
+    ) -> tuple[float, dict[ProcessingMode, Usage]]:
         """Expected cost of requests sent since ``since`` still in flight, and the tokens of those
-        answered by sent mode."""
+        answered by sent mode; with ``run``, only those of the jobs that run's cap governs."""
         ...
 
 
