@@ -378,12 +378,20 @@ class BatchStates(Protocol):
     """Batch intents and the Message Batches they became."""
 
     def record_batch_intent(self, custom_ids: Sequence[str], request_bytes: int) -> int:
-        """Record a batch of these requests in status CREATING, before creating it; its id."""
+        """Record a batch of these requests in status CREATING, before creating it; its id.
+        IntentConflict when one is held by another CREATING intent or no longer waits to be sent
+        (a database rule: two intents never hold one request)."""
         ...
 
-    def attach_batch(self, intent_id: int, anthropic_id: str, status: BatchStatus, raw: str) -> None:
+    def attach_batch(
+        self, intent_id: int, anthropic_id: str, status: BatchStatus, raw: str, *, adopted: bool = False
+    ) -> bool:
         """The intent was created as ``anthropic_id``: record it and mark its prepared/retrying
-        chunks submitted in it, atomically. PermanentError if attached to another id."""
+        chunks submitted in it, atomically; True when recorded. PermanentError if attached to
+        another id; IntentConflict (nothing changed) when one of its requests is in another batch.
+        ``adopted`` (found by listing, not returned by our create): False, nothing changed, when
+        another intent holds that batch; a create's own batch is taken back from an intent that
+        adopted it, which goes back to CREATING."""
         ...
 
     def mark_batch_lost(self, intent_id: int) -> int:

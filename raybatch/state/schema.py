@@ -132,6 +132,8 @@ batches = sa.Table(
     sa.Column("counts", sa.JSON),
     sa.Column("raw", sa.Text),
     sa.Column("ended_at", UtcDateTime()),
+    # found by listing after a create that failed, not returned by our own create: yields to it
+    sa.Column("adopted", sa.Boolean, nullable=False, server_default=sa.false()),
     *_created(),
 )
 
