@@ -12,15 +12,15 @@ and takes the jobs it registers under it (``jobs.spend_run``); its spend is that
 beside it — an urgent ``submit``, a second run with or without a cap — neither remove that cap nor
 reset that spend, and a run's cap holds back its own jobs only. The daily cap is set by a run that
 gives one and never cleared by a run that does not. ``raybatch resume --max-cost-usd N`` raises
-the caps of the runs going on (the coordinator reads them on every pass); a run removes its cap
-when it ends.
+the caps of the runs going on (the coordinator reads them on every pass); a run's cap governs
+nothing once it ended (the last ended one is kept for ``status``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -44,10 +44,12 @@ class SpendState(JobStates, ChunkStates, Flags, Protocol):
 
 @dataclass(frozen=True)
 class RunCap:
-    """One run's cap and when the run started."""
+    """One run's cap, when the run started, and when it ended (an ended run's cap governs nothing;
+    the last one is kept for ``status``)."""
 
     max_usd: float
     started: datetime
+    ended: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,11 @@ class SpendCaps:
 
     day_usd: float | None
     runs: Mapping[str, RunCap] = field(default_factory=dict)
+
+    @property
+    def going(self) -> dict[str, RunCap]:
+        """The caps of the runs going on: those that govern their jobs."""
+        return {run_id: cap for run_id, cap in self.runs.items() if cap.ended is None}
 
     @property
     def latest(self) -> tuple[str, RunCap] | None:
@@ -85,8 +92,13 @@ def start_run(state: Flags, run_id: str, run_usd: float | None, day_usd: float |
 
 
 def end_run(state: Flags, run_id: str) -> None:
-    """A run ended: its cap goes (its jobs fall under the daily cap only)."""
-    state.set_flags({RUN_CAPS + run_id: None})
+    """A run ended: its cap governs nothing more (its jobs fall under the daily cap only); it is
+    kept for ``status`` until another capped run ends."""
+    caps = read_caps(state)
+    values: dict[str, str | None] = {RUN_CAPS + other: None for other, cap in caps.runs.items() if cap.ended}
+    if (cap := caps.runs.get(run_id)) is not None:
+        values[RUN_CAPS + run_id] = _run_cap(replace(cap, ended=utc_now()))
+    state.set_flags(values)
 
 
 def raise_caps(state: Flags, run_usd: float | None, day_usd: float | None) -> None:
@@ -94,7 +106,7 @@ def raise_caps(state: Flags, run_usd: float | None, day_usd: float | None) -> No
     stays as it is."""
     values: dict[str, str | None] = {}
     if run_usd is not None:
-        for run_id, cap in read_caps(state).runs.items():
+        for run_id, cap in read_caps(state).going.items():
             values[RUN_CAPS + run_id] = _run_cap(RunCap(float(run_usd), cap.started))
     if day_usd is not None:
         values[DAY_CAP] = _text(day_usd)
@@ -108,8 +120,11 @@ def read_caps(state: Flags) -> SpendCaps:
     for key, value in flags.items():
         if key.startswith(RUN_CAPS):
             stored = json.loads(value)
+            ended = stored.get("ended")
             runs[key[len(RUN_CAPS) :]] = RunCap(
-                float(stored["max_usd"]), datetime.fromisoformat(stored["started"])
+                float(stored["max_usd"]),
+                datetime.fromisoformat(stored["started"]),
+                datetime.fromisoformat(ended) if ended else None,
             )
     return SpendCaps(day_usd=_number(flags.get(DAY_CAP)), runs=runs)
 
@@ -148,7 +163,7 @@ class SpendGate:
         if not requests:
             return [], 0
         caps = read_caps(self._state)
-        runs = self._state.spend_runs({r.job_id for r in requests}) if caps.runs else {}
+        runs = self._state.spend_runs({r.job_id for r in requests}) if caps.going else {}
         room = self._room(caps, set(runs.values()))
         costs = {r.custom_id: expected_cost(r, _mode(r, sync_jobs), self._prices) for r in requests}
         admitted: list[PreparedRequest] = []
@@ -174,7 +189,7 @@ class SpendGate:
         """Dollars that may still be committed under each cap that governs these requests."""
         now = self._now()
         room: dict[str, float] = {}
-        for run_id in runs & set(caps.runs):
+        for run_id in runs & set(caps.going):
             cap = caps.runs[run_id]
             room[RUN_CAPS + run_id] = cap.max_usd - committed(self._state, cap.started, self._prices, run_id)
         if caps.day_usd is not None:
@@ -233,4 +248,5 @@ def _number(value: str | None) -> float | None:
 
 
 def _run_cap(cap: RunCap) -> str:
-    return json.dumps({"max_usd": cap.max_usd, "started": cap.started.isoformat()})
+    ended = None if cap.ended is None else cap.ended.isoformat()
+    return json.dumps({"max_usd": cap.max_usd, "started": cap.started.isoformat(), "ended": ended})

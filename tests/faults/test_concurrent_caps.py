@@ -77,4 +77,4 @@ async def test_a_second_run_without_caps_keeps_the_backlogs_cap_and_spend(
     assert state.get_job(urgent.job_id).status is JobStatus.ANSWERED, "another run's job waited for it"
     assert "$" in (parked_reason(state) or "") and "a run" in (parked_reason(state) or "")
     end_run(state, "run-a")
-    assert set(read_caps(state).runs) == {"run-c"}
+    assert set(read_caps(state).going) == {"run-c"}
