@@ -19,6 +19,7 @@
     │   ├── BatchFailed            a batch that ended without usable results
     │   ├── AttemptsExhausted      transient failures past the retry budget
     │   ├── TimeLimitExceeded      a task ran past its time limit on every try (names the limit)
+    │   ├── IntentConflict         a request already held by another batch intent or batch
     │   ├── LeaseLost              a stale owner tried to complete work it no longer holds
     │   ├── ObjectNotFound         a key that is not in the store
     │   ├── InvalidObjectKey       a key, prefix or metadata entry refused before touching storage
@@ -139,6 +140,10 @@ class AttemptsExhausted(PermanentError):
 
 class TimeLimitExceeded(PermanentError):
     """Work ran past its time limit (PREPARE_TIMEOUT, WRITE_TIMEOUT) on each of its tries."""
+
+
+class IntentConflict(PermanentError):
+    """A batch intent or attach refused: a request is held by another intent or batch already."""
 
 
 class LeaseLost(PermanentError):

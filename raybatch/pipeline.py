@@ -24,6 +24,7 @@ import ray
 from pydantic import SecretStr
 from ray.exceptions import RayError, RayTaskError
 
+from raybatch.errors import RaybatchError
 from raybatch.loops.driver import Driver, DriverParts, Progress
 from raybatch.loops.scheduler import SAVE_JOBS, SAVE_SECONDS, PrepareScheduler, failure_reason
 from raybatch.loops.writer_pool import WriterPool
@@ -37,7 +38,7 @@ from raybatch.shells.runtime import connect, get_coordinator, retire_coordinator
 from raybatch.shells.tasks import RayInspector, RayPrepareTasks
 from raybatch.shells.writers import start_writer
 from raybatch.sources import SourceFile, SourceListing, iter_sources, list_sources
-from raybatch.spend import start_run
+from raybatch.spend import end_run, start_run
 from raybatch.state import StateStore, open_state
 from raybatch.steps.pack import megabytes
 from raybatch.terminal import ProgressBars
@@ -100,9 +101,10 @@ def run(
 
     files = iter_sources(source, settings.section(StoreSettings), on_skip=skip)
     state = _patient_state(settings)
-    registrar = _registrar(state, settings, force=force, urgent=urgent)
     holder = f"run-{uuid.uuid4().hex[:8]}"
-    start_run(state, settings.max_cost_usd, settings.max_daily_cost_usd)
+    capped = holder if settings.max_cost_usd is not None else None
+    registrar = _registrar(state, settings, force=force, urgent=urgent, spend_run=capped)
+    start_run(state, holder, settings.max_cost_usd, settings.max_daily_cost_usd)
     owns_ray = connect(settings, dashboard=dashboard)
     try:
         with open_budget(settings, holder, prepare_ceiling=_prepare_cap(settings)) as budget:
@@ -118,6 +120,8 @@ def run(
                 ended, writes = _drive(settings, intake, watch, budget.prepare_cap, own_emulator)
             notice(f"{intake.jobs} jobs registered from {intake.files} files")
     finally:
+        with contextlib.suppress(RaybatchError):  # a database away: the cap stays, governing nothing new
+            end_run(state, holder)
         if owns_ray:
             ray.shutdown()
     elapsed = time.monotonic() - started
@@ -190,7 +194,9 @@ def register_source(
     return state, listing, _reopener(state, settings, notice)(jobs)
 
 
-def _registrar(state: StateStore, settings: Settings, *, force: bool, urgent: bool = False) -> Registrar:
+def _registrar(
+    state: StateStore, settings: Settings, *, force: bool, urgent: bool = False, spend_run: str | None = None
+) -> Registrar:
     """What turns a source's files into jobs, as the settings say."""
     return Registrar(
         state,
@@ -199,6 +205,7 @@ def _registrar(state: StateStore, settings: Settings, *, force: bool, urgent: bo
         mode=settings.processing_mode,
         force=force,
         priority=Priority.URGENT if urgent else Priority.NORMAL,
+        spend_run=spend_run,
     )
 
 

@@ -79,6 +79,7 @@ class Registrar:
     mode: ProcessingMode = ProcessingMode.BATCH
     force: bool = False
     priority: Priority = Priority.NORMAL
+    spend_run: str | None = None  # a capped run: the jobs it registers fall under its cap
 
     def register_all(
         self,
@@ -114,9 +115,9 @@ class Registrar:
 
     def register_many(self, inspections: Sequence[Inspection]) -> list[Registration]:
         """``register`` for each, the jobs made or found in one transaction."""
-        mode = mode_for(self.priority, self.mode)
+        mode, run = mode_for(self.priority, self.mode), self.spend_run
         new = [
-            NewJob(i.sha256, i.source.uri, i.source.name, i.kind, i.size, mode, i.pages, self.priority)
+            NewJob(i.sha256, i.source.uri, i.source.name, i.kind, i.size, mode, i.pages, self.priority, run)
             for i in inspections
         ]
         found = self.state.register_jobs(new, force=self.force)

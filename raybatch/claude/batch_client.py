@@ -116,29 +116,38 @@ class AnthropicBatchClient(SdkClientHolder):
         requests: Sequence[PreparedRequest],
         *,
         created_after: datetime,
-        known_ids: Set[str],
+        known_ids: Set[str] | Callable[[], Set[str]],
         budget: float = 60.0,
         backoff: Backoff = CREATE_BACKOFF,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
+        on_adopt: Callable[[BatchState], None] | None = None,
     ) -> BatchState:
         """Create a batch exactly once, waiting out transient failures for ``budget`` seconds.
 
         After a failure that may hide a created batch (a lost response, a 5xx), it first lists the
         batches created since ``created_after`` (the intent's time, recorded before calling) and adopts
         the newest one with as many requests that is not in ``known_ids``, instead of creating again.
+        ``known_ids`` may be a function, read again at each look (batches another process recorded
+        meanwhile are not ours); ``on_adopt`` is told of a batch adopted rather than created.
         Past the budget it raises ``OutagePastBudget`` (transient): the caller parks the work and keeps the
         intent, to be reconciled later, when a batch may have been made.
         """
         maybe_created = False
         attempt = 0
+        known = known_ids if callable(known_ids) else lambda: known_ids
+
+        def adopt(found: BatchState | None) -> BatchState | None:
+            if found is not None and on_adopt is not None:
+                on_adopt(found)
+            return found
 
         def once() -> BatchState:
             nonlocal maybe_created, attempt
             attempt += 1
             try:
                 if maybe_created:
-                    adopted = self.find_created(len(requests), created_after, known_ids)
+                    adopted = adopt(self.find_created(len(requests), created_after, known()))
                     if adopted is not None:
                         return adopted
                     maybe_created = False
@@ -151,7 +160,7 @@ class AnthropicBatchClient(SdkClientHolder):
         try:
             return retrying(once, backoff=backoff, budget=budget, sleep=sleep, monotonic=monotonic)
         except TransientError as exc:
-            adopted = self._last_look(len(requests), created_after, known_ids, maybe_created)
+            adopted = adopt(self._last_look(len(requests), created_after, known, maybe_created))
             if adopted is not None:
                 return adopted
             raise OutagePastBudget(
@@ -160,12 +169,12 @@ class AnthropicBatchClient(SdkClientHolder):
             ) from exc
 
     def _last_look(
-        self, count: int, created_after: datetime, known_ids: Set[str], maybe_created: bool
+        self, count: int, created_after: datetime, known: Callable[[], Set[str]], maybe_created: bool
     ) -> BatchState | None:
         if not maybe_created:
             return None
         try:
-            return self.find_created(count, created_after, known_ids)
+            return self.find_created(count, created_after, known())
         except TransientError:
             return None
 

@@ -7,7 +7,9 @@ the same way: a request the API rejects → errored ``invalid_request_error``; t
 Spend limit: once the API says the account's spend limit or credit is exhausted, no new request is
 sent; requests already in flight finish; every request left unanswered is returned in ``parked``,
 neither failed nor counted as an attempt. The caller keeps those chunks prepared and pauses until
-the limit is raised. Bad credentials stop the run: AuthenticationFailed is raised.
+the limit is raised. Bad credentials (401/403) stop the run: no new request is sent, the answers
+already returned are kept (they are paid), and the outcome carries the AuthenticationFailed and
+the requests left unanswered.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
@@ -42,6 +44,8 @@ class SyncOutcome:
 
     results: list[RequestResult]
     parked: list[str]
+    refused: list[str] = field(default_factory=list)  # unanswered: the credentials were rejected
+    rejected: AuthenticationFailed | None = None  # why, when they were
 
     @property
     def spend_limited(self) -> bool:
@@ -74,20 +78,26 @@ class AnthropicMessageClient(SdkClientHolder):
         """Send every request; ``on_result`` sees each result as it arrives (e.g. to file it at once)."""
         stop = threading.Event()
         results: list[RequestResult] = []
-        parked: list[str] = []
+        unanswered: list[str] = []
+        rejected: AuthenticationFailed | None = None
         with ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="claude-sync") as pool:
             futures = {pool.submit(self._send_unless_stopped, r, stop): r for r in requests}
             for future in as_completed(futures):
-                result = future.result()  # AuthenticationFailed surfaces here, after ``stop`` is set
+                try:
+                    result = future.result()
+                except AuthenticationFailed as exc:  # ``stop`` is set; the answers so far are kept
+                    rejected, result = rejected or exc, None
                 if result is None:
-                    parked.append(futures[future].custom_id)
+                    unanswered.append(futures[future].custom_id)
                     continue
                 results.append(result)
                 if on_result is not None:
                     on_result(result)
-        if parked:
-            log.warning("spend limit reached: %d requests parked", len(parked))
-        return SyncOutcome(results, parked)
+        if rejected is not None:
+            return SyncOutcome(results, [], unanswered, rejected)
+        if unanswered:
+            log.warning("spend limit reached: %d requests parked", len(unanswered))
+        return SyncOutcome(results, unanswered)
 
     def send_one(self, request: PreparedRequest) -> RequestResult:
         """One request, retried; raises SpendLimitReached or AuthenticationFailed, else a result."""

@@ -1,9 +1,11 @@
 """Synchronous (urgent) calls of the coordinator: sent off the loop, filed, never lost.
 
 Chunks carry their coordinator's tag (``sync:<coordinator>``) while their call is under way.
-Answers that came back are kept in memory until they are filed: a database error while filing is
-tried again on the next pass, and their chunks stay marked live meanwhile, so no sweep sends them
-again (they are paid).
+Each answer is saved to the database as it arrives, before the call's other answers and before its
+jobs are settled: a coordinator killed after that loses nothing. An answer whose saving failed (the
+database away) is kept in memory and filed on the next pass, its chunk marked live meanwhile, so no
+sweep sends it again (it is paid). Rejected credentials partway through keep the answers already
+returned: only the requests left unanswered are released, and their jobs failed.
 Anything a call could not finish is released: its chunks go back to prepared, to be sent again.
 """
 
@@ -91,22 +93,44 @@ class SyncCalls:
     async def _run(self, requests: list[PreparedRequest]) -> None:
         ids = [r.custom_id for r in requests]
         jobs = {r.job_id for r in requests}
+        saved: set[str] = set()  # answers filed as they arrived
         try:
-            outcome = await self._io(self._messages.send, requests)
-        except PermanentError as exc:  # bad credentials: nothing was answered
-            await self._release(ids)
+            outcome = await self._io(self._messages.send, requests, on_result=self._saver(saved))
+        except PermanentError as exc:  # bad credentials before any answer
+            await self._release([cid for cid in ids if cid not in saved])
             await self._on_permanent(jobs, exc)
             return
         except Exception:
             log.exception("synchronous calls for jobs %s cut short; they go again", sorted(jobs))
-            await self._release(ids)
+            await self._release([cid for cid in ids if cid not in saved])
             return
         if outcome.parked:  # never sent: back to prepared, no try counted
             await self._release(outcome.parked)
             self._on_parked("spend limit reached")
-        parked = set(outcome.parked)
-        self._unfiled.append(_Answers([cid for cid in ids if cid not in parked], outcome.results, jobs))
+        if outcome.refused:
+            await self._release(outcome.refused)
+        self.live.difference_update(saved)
+        unsent = set(outcome.parked) | set(outcome.refused) | saved
+        rest = [r for r in outcome.results if r.custom_id not in saved]
+        self._unfiled.append(_Answers([cid for cid in ids if cid not in unsent], rest, jobs))
         await self.file_pending()
+        if outcome.rejected is not None:  # the jobs left unanswered fail; the answers stay filed
+            job_of = {r.custom_id: r.job_id for r in requests}
+            await self._on_permanent({job_of[cid] for cid in outcome.refused}, outcome.rejected)
+
+    def _saver(self, saved: set[str]) -> Callable[[RequestResult], None]:
+        """Files each answer as it arrives (on the call's thread): persisted before the call ends,
+        whatever happens to this process or the database after. One that fails is filed later."""
+
+        def save(result: RequestResult) -> None:
+            try:
+                self._filer.file(self.tag, [result.custom_id], [result])
+            except Exception as exc:  # the database: filed with the call's other answers
+                log.warning("answer %s kept to be filed: %s", result.custom_id, exc)
+                return
+            saved.add(result.custom_id)
+
+        return save
 
     async def _release(self, custom_ids: Sequence[str]) -> None:
         try:

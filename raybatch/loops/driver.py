@@ -200,8 +200,9 @@ class Driver:
 
     def _reprepare(self, job_id: int) -> None:
         """A job prepared by a driver that is gone: its payloads are gone with it. One another
-        driver holds (it renews the hold while it offers the job) is left to that driver."""
-        if self._state.requeue_unheld(job_id, JobStatus.PREPARED, self._lease_seconds):
+        driver holds (it renews the hold while it offers the job) is left to that driver, and one
+        whose hold lapsed gets a whole lease more to renew it (a late renewal is not a death)."""
+        if self._state.requeue_unheld(job_id, JobStatus.PREPARED, 2 * self._lease_seconds):
             log.info("job %d: prepared payloads are gone; preparing it again", job_id)
             self._see(job_id, JobStatus.PENDING)
 

@@ -349,7 +349,8 @@ class PrepareScheduler:
         if isinstance(cause, TransientError):  # a database or storage blip: prepared again later
             log.warning("job %d: %s while preparing; it goes back to pending", job_id, message)
             again = {"attempts": max(0, prep.lease.attempt - 1)}  # an outage costs the job no try
-            self._state.transition(job_id, [JobStatus.PREPARING], JobStatus.PENDING, **again)
+            back = JobStatus.PENDING
+            self._state.transition(job_id, [JobStatus.PREPARING], back, lease=prep.lease, **again)
             self._drop(job_id)
             return
         self._state.fail_job(job_id, "prepare", name, message, lease=prep.lease)
@@ -375,7 +376,7 @@ class PrepareScheduler:
                 self._state.fail_job(job_id, "prepare", TimeLimitExceeded.__name__, reason, lease=prep.lease)
             else:
                 log.warning("job %d: preparing ran past %s; canceled, it goes back to pending", job_id, limit)
-                self._state.transition(job_id, [JobStatus.PREPARING], JobStatus.PENDING)
+                self._state.transition(job_id, [JobStatus.PREPARING], JobStatus.PENDING, lease=prep.lease)
             self._drop(job_id)
 
     def _stop_tasks(self, job_id: int) -> None:

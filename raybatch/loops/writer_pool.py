@@ -298,7 +298,7 @@ class WriterPool:
                 status = JobStatus.FAILED
             else:
                 reason = f"writing ran past {limit}; the writer was restarted and the job goes again"
-                self._state.transition(lease.job_id, [JobStatus.WRITING], JobStatus.ANSWERED)
+                self._state.transition(lease.job_id, [JobStatus.WRITING], JobStatus.ANSWERED, lease=lease)
         except RaybatchError as exc:  # the database is away: the lease expires and frees the job
             reason = f"writing ran past {limit}; could not record it: {exc}"
         now = time.time()
@@ -307,6 +307,6 @@ class WriterPool:
 
     def _release(self, lease: Lease) -> None:
         try:
-            self._state.transition(lease.job_id, [JobStatus.WRITING], JobStatus.ANSWERED)
+            self._state.transition(lease.job_id, [JobStatus.WRITING], JobStatus.ANSWERED, lease=lease)
         except RaybatchError as exc:
             log.warning("job %d: could not release it after a writer died: %s", lease.job_id, exc)

@@ -309,10 +309,15 @@ class ChunkQueries(SqlBase):
                 values = {"sent_mode": ProcessingMode(mode).value, "estimated_cost_usd": cost, "sent_at": now}
                 conn.execute(sa.update(chunk_rows).where(chunk_rows.c.custom_id == cid).values(values))
 
-    def spend_since(self, since: datetime) -> tuple[float, dict[ProcessingMode, Usage]]:
+    def spend_since(
+        self, since: datetime, run: str | None = None
+    ) -> tuple[float, dict[ProcessingMode, Usage]]:
         """What requests sent since ``since`` commit: expected cost of those still in flight, and the
-        tokens of those answered, by the mode they were sent with."""
-        sent = chunk_rows.c.sent_at >= since
+        tokens of those answered, by the mode they were sent with; with ``run``, of its jobs only."""
+        sent: sa.ColumnElement[bool] = chunk_rows.c.sent_at >= since
+        if run is not None:
+            governed = sa.select(job_rows.c.id).where(job_rows.c.spend_run == run)
+            sent = sa.and_(sent, chunk_rows.c.job_id.in_(governed))
         flying = chunk_rows.c.status == ChunkStatus.SUBMITTED.value
         in_flight = sa.select(sa.func.coalesce(sa.func.sum(chunk_rows.c.estimated_cost_usd), 0.0))
         mode = sa.func.coalesce(chunk_rows.c.sent_mode, ProcessingMode.BATCH.value)

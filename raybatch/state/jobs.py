@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from raybatch.errors import LeaseLost, retried_on_rerun
+from raybatch.errors import InvalidSource, LeaseLost, SourceProblem, retried_on_rerun
 from raybatch.models import (
     TERMINAL_JOB_STATUSES,
     JobRecord,
@@ -42,6 +42,8 @@ _FIRST = (sa.case((jobs.c.priority == Priority.URGENT.value, 0), else_=1), jobs.
 
 
 _UNSENT = [s.value for s in (JobStatus.PENDING, JobStatus.PREPARING, JobStatus.PREPARED, JobStatus.FAILED)]
+# Failures of a source's place, not its content: the same content registered again is read anew.
+_WHERE_IT_WAS = (SourceProblem.UNREADABLE, SourceProblem.CHANGED, SourceProblem.NOT_A_FILE)
 _LIVE_OR_FAILED = (jobs.c.status.not_in([JobStatus.COMPLETED.value, JobStatus.CANCELED.value]),)
 
 
@@ -53,6 +55,13 @@ def _fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     if values.get("error_message") is not None:
         values["error_message"] = clip(values["error_message"])
     return values
+
+
+def _misplaced(job: JobRecord) -> bool:
+    """Whether the job failed for where its file was (gone, replaced, not a file), not for its
+    content: registered again by its content, it is taken up again."""
+    reasons = tuple(f"{reason}:" for reason in _WHERE_IT_WAS)
+    return job.error_class == InvalidSource.__name__ and (job.error_message or "").startswith(reasons)
 
 
 def _statuses(statuses: Iterable[JobStatus]) -> list[str]:
@@ -178,9 +187,10 @@ class JobQueries(SqlBase):
         force: bool = False,
         pages: int | None = None,
         priority: Priority = Priority.NORMAL,
+        spend_run: str | None = None,
     ) -> tuple[JobRecord, bool]:
         """``JobStates.register_job``; a forced job gets a dedupe key of its own."""
-        new = NewJob(sha256, source_uri, source_name, kind, size_bytes, mode, pages, priority)
+        new = NewJob(sha256, source_uri, source_name, kind, size_bytes, mode, pages, priority, spend_run)
         return self.register_jobs([new], force=force)[0]
 
     def register_jobs(self, new: Sequence[NewJob], *, force: bool = False) -> list[tuple[JobRecord, bool]]:
@@ -195,7 +205,8 @@ class JobQueries(SqlBase):
             found: dict[int, tuple[JobRecord, bool]] = {}
             for i, spec in enumerate(new):
                 if (existing := latest.get(spec.sha256)) is not None:
-                    found[i] = (self._existing(conn, existing, spec.priority, now), False)
+                    found[i] = (self._existing(conn, existing, spec, now), False)
+                    latest[spec.sha256] = found[i][0]
             fresh = [(i, spec) for i, spec in enumerate(new) if i not in found]
             made = self._insert_jobs(conn, [(keys[i], spec) for i, spec in fresh], now)
             for i, _ in fresh:
@@ -206,15 +217,24 @@ class JobQueries(SqlBase):
                     found[i] = (job_record(row), False)
         return [found[i] for i in range(len(new))]
 
-    def _existing(
-        self, conn: Connection, existing: JobRecord, priority: Priority, now: datetime
-    ) -> JobRecord:
-        """The job an existing registration finds: made urgent, or reopened after a failure a
-        rerun retries."""
-        if priority is Priority.URGENT and existing.priority is not Priority.URGENT:
+    def _existing(self, conn: Connection, existing: JobRecord, spec: NewJob, now: datetime) -> JobRecord:
+        """The job an existing registration finds: read from where the file is now (a moved or
+        renamed file), made urgent, or reopened after a failure a rerun retries (one of where
+        the file was included: its content is here again)."""
+        moved: dict[str, Any] = {}
+        if spec.source_uri != existing.source_uri:
+            moved = {"source_uri": spec.source_uri, "source_name": spec.source_name, "updated_at": now}
+            existing = replace(existing, source_uri=spec.source_uri, source_name=spec.source_name)
+        if spec.spend_run is not None:  # a capped run takes the job under its cap
+            moved["spend_run"] = spec.spend_run
+        if moved:
+            conn.execute(sa.update(jobs).where(jobs.c.id == existing.id).values(moved))
+        if spec.priority is Priority.URGENT and existing.priority is not Priority.URGENT:
             self._urgent(conn, [existing.id], now)
             existing = self._job_in(conn, existing.id)
-        if existing.status is JobStatus.FAILED and retried_on_rerun(existing.error_class):
+        if existing.status is JobStatus.FAILED and (
+            retried_on_rerun(existing.error_class) or _misplaced(existing)
+        ):
             return self._reopen(conn, existing.id, now) or existing
         return existing
 
@@ -236,6 +256,7 @@ class JobQueries(SqlBase):
                 "priority": Priority(spec.priority).value,
                 "status": JobStatus.PENDING.value,
                 "pages": spec.pages,
+                "spend_run": spec.spend_run,
                 "progress": 0.0,
                 "attempts": 0,
                 "lease_token": 0,
@@ -338,6 +359,17 @@ class JobQueries(SqlBase):
                 rows = conn.execute(sa.select(*columns).where(jobs.c.id.in_(group)).order_by(jobs.c.id))
                 found += [JobGlance(i, STATUS(s), PRIORITY(p), MODE(m), held) for i, s, p, m, held in rows]
         return found
+
+    def spend_runs(self, job_ids: Iterable[int]) -> dict[int, str]:
+        """The capped run governing each of these jobs that has one."""
+        runs: dict[int, str] = {}
+        with self._read() as conn:
+            for group in in_groups(sorted(set(job_ids))):
+                query = sa.select(jobs.c.id, jobs.c.spend_run).where(
+                    jobs.c.id.in_(group), jobs.c.spend_run.is_not(None)
+                )
+                runs.update((job_id, run) for job_id, run in conn.execute(query))
+        return runs
 
     def job_statuses(self, job_ids: Iterable[int]) -> dict[int, JobStatus]:
         """The status of each of these jobs that exists (one light query per slice of ids)."""
@@ -517,7 +549,9 @@ class JobQueries(SqlBase):
                 jobs.c.lease_expires_at.is_(None),
                 jobs.c.lease_expires_at <= now,
             )
-            values = {"lease_owner": worker_id, "lease_expires_at": now + timedelta(seconds=lease_seconds)}
+            # updated_at moves too: a held job is watched over, not abandoned (see requeue_unheld)
+            expires = now + timedelta(seconds=lease_seconds)
+            values = {"lease_owner": worker_id, "lease_expires_at": expires, "updated_at": now}
             for group in in_groups(sorted(set(job_ids))):
                 where = [jobs.c.id.in_(group), jobs.c.status == JobStatus(status).value, free]
                 hold = sa.update(jobs).where(*where).values(values).returning(jobs.c.id)
@@ -566,18 +600,24 @@ class JobQueries(SqlBase):
                 raise LeaseLost(f"job {lease.job_id}: lease {lease.token} of {lease.worker_id} is gone")
 
     def transition(
-        self, job_id: int, from_statuses: Iterable[JobStatus], to_status: JobStatus, **fields: Any
+        self,
+        job_id: int,
+        from_statuses: Iterable[JobStatus],
+        to_status: JobStatus,
+        *,
+        lease: Lease | None = None,
+        **fields: Any,
     ) -> bool:
-        """One conditional UPDATE: True when the job was in one of ``from_statuses``.
+        """One conditional UPDATE: True when the job was in one of ``from_statuses`` (and, with
+        ``lease``, that lease still held it: a stale holder changes nothing).
 
         A transition ends any lease on the job, so its holder's next renew or finish is refused.
         """
         values = {**_fields(fields), **RELEASED_LEASE, "status": JobStatus(to_status).value}
-        move = (
-            sa.update(jobs)
-            .where(jobs.c.id == job_id, jobs.c.status.in_(_statuses(from_statuses)))
-            .values(values)
-        )
+        where = [jobs.c.id == job_id, jobs.c.status.in_(_statuses(from_statuses))]
+        if lease is not None:
+            where.append(held_by(lease))
+        move = sa.update(jobs).where(*where).values(values)
         with self._write() as conn:
             return conn.execute(move.values(updated_at=self._now())).rowcount == 1
 

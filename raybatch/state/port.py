@@ -68,6 +68,7 @@ class NewJob:
     mode: ProcessingMode = ProcessingMode.BATCH
     pages: int | None = None
     priority: Priority = Priority.NORMAL
+    spend_run: str | None = None  # a capped run: its MAX_COST_USD governs the job from now on
 
 
 @dataclass(frozen=True)
@@ -133,11 +134,17 @@ class JobStates(Protocol):
         force: bool = False,
         pages: int | None = None,
         priority: Priority = Priority.NORMAL,
+        spend_run: str | None = None,
     ) -> tuple[JobRecord, bool]:
         """The job for this content, and whether it was created now (same sha256 = same job,
         the newest one; ``force`` makes a new job anyway). ``source_name`` is metadata only;
         ``pages`` is recorded on a job created now; an urgent registration makes an existing
-        job urgent."""
+        job urgent; registered from another place, the job is read from there now; a
+        ``spend_run`` (a capped run) takes the job under its cap."""
+        ...
+
+    def spend_runs(self, job_ids: Iterable[int]) -> dict[int, str]:
+        """The capped run governing each of these jobs that has one."""
         ...
 
     def glance_jobs(self, job_ids: Iterable[int]) -> list[JobGlance]:
@@ -254,10 +261,17 @@ class JobStates(Protocol):
         ...
 
     def transition(
-        self, job_id: int, from_statuses: Iterable[JobStatus], to_status: JobStatus, **fields: Any
+        self,
+        job_id: int,
+        from_statuses: Iterable[JobStatus],
+        to_status: JobStatus,
+        *,
+        lease: Lease | None = None,
+        **fields: Any,
     ) -> bool:
-        """One conditional UPDATE: True when the job was in one of ``from_statuses``. It ends any
-        lease on the job (the holder's next renew/finish raises LeaseLost)."""
+        """One conditional UPDATE: True when the job was in one of ``from_statuses`` and, with
+        ``lease``, that lease still held it (a stale holder changes nothing). It ends any lease on
+        the job (the holder's next renew/finish raises LeaseLost)."""
         ...
 
     def fail_job(
@@ -354,9 +368,11 @@ class ChunkStates(Protocol):
         """Chunks about to be sent: custom_id → (mode, expected cost in US dollars); stamped now."""
         ...
 
-    def spend_since(self, since: datetime) -> tuple[float, dict[ProcessingMode, Usage]]:
+    def spend_since(
+        self, since: datetime, run: str | None = None
+    ) -> tuple[float, dict[ProcessingMode, Usage]]:
         """Expected cost of requests sent since ``since`` still in flight, and the tokens of those
-        answered by sent mode."""
+        answered by sent mode; with ``run``, only those of the jobs that run's cap governs."""
         ...
 
 
@@ -364,12 +380,20 @@ class BatchStates(Protocol):
     """Batch intents and the Message Batches they became."""
 
     def record_batch_intent(self, custom_ids: Sequence[str], request_bytes: int) -> int:
-        """Record a batch of these requests in status CREATING, before creating it; its id."""
+        """Record a batch of these requests in status CREATING, before creating it; its id.
+        IntentConflict when one is held by another CREATING intent or no longer waits to be sent
+        (a database rule: two intents never hold one request)."""
         ...
 
-    def attach_batch(self, intent_id: int, anthropic_id: str, status: BatchStatus, raw: str) -> None:
+    def attach_batch(
+        self, intent_id: int, anthropic_id: str, status: BatchStatus, raw: str, *, adopted: bool = False
+    ) -> bool:
         """The intent was created as ``anthropic_id``: record it and mark its prepared/retrying
-        chunks submitted in it, atomically. PermanentError if attached to another id."""
+        chunks submitted in it, atomically; True when recorded. PermanentError if attached to
+        another id; IntentConflict (nothing changed) when one of its requests is in another batch.
+        ``adopted`` (found by listing, not returned by our create): False, nothing changed, when
+        another intent holds that batch; a create's own batch is taken back from an intent that
+        adopted it, which goes back to CREATING."""
         ...
 
     def mark_batch_lost(self, intent_id: int) -> int:

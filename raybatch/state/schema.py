@@ -84,6 +84,8 @@ jobs = sa.Table(
     sa.Column("error_message", sa.Text),
     *_created(),
     sa.Index("ix_jobs_status_lease", "status", "lease_expires_at"),
+    # the run whose spend cap (MAX_COST_USD) governs the job: the last capped run that registered it
+    sa.Column("spend_run", sa.String(64), index=True),
 )
 
 chunks = sa.Table(
@@ -130,6 +132,8 @@ batches = sa.Table(
     sa.Column("counts", sa.JSON),
     sa.Column("raw", sa.Text),
     sa.Column("ended_at", UtcDateTime()),
+    # found by listing after a create that failed, not returned by our own create: yields to it
+    sa.Column("adopted", sa.Boolean, nullable=False, server_default=sa.false()),
     *_created(),
 )
 
@@ -139,6 +143,9 @@ batch_requests = sa.Table(
     metadata,
     sa.Column("batch_id", sa.Integer, sa.ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True),
     sa.Column("custom_id", sa.String(64), primary_key=True, index=True),
+    # the custom_id again while the intent is CREATING, NULL after: two intents cannot hold one request
+    sa.Column("creating", sa.String(64)),
+    sa.Index("uq_batch_requests_creating", "creating", unique=True),
 )
 
 documents = sa.Table(

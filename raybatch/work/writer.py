@@ -12,6 +12,7 @@ rows: a write fenced by a cancel stops, and removes what it had written.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import resource
 import time
@@ -43,6 +44,8 @@ from raybatch.steps.stitch import StitchedDocument, stitch
 from raybatch.steps.table import documents_table
 from raybatch.steps.thumbnail import thumbnail
 from raybatch.units import MIB
+
+log = logging.getLogger(__name__)
 
 
 class WriterState(JobsWithChunks, Catalog, Flags, Protocol):
@@ -118,33 +121,43 @@ class ResultWriter:
         """Write one job held under ``lease``; failures end the job (permanent) or release it."""
         started = time.time()
         job = self._state.get_job(lease.job_id)
+        count = 0
         try:
             count = self._write(job, lease)
             status, error = JobStatus.COMPLETED, None
-        except LeaseLost as exc:
-            status, error = JobStatus.WRITING, f"lease lost: {exc}"
-            count = 0
-            if self._state.get_job(job.id).status is JobStatus.CANCELED:
-                remove_outputs(self._state, self._store, job.id)
-                status, error = JobStatus.CANCELED, "canceled while being written; its outputs removed"
-        except TransientError as exc:  # an outage past its budget: parked, the try not counted
-            status, error, count = self._park(job, lease), f"{error_class(exc)}: {exc}", 0
-        except PermanentError as exc:
-            self._state.fail_job(job.id, "write", error_class(exc), str(exc), lease=lease)
-            status, error, count = JobStatus.FAILED, f"{error_class(exc)}: {exc}", 0
+        except Exception as exc:  # every failure is this job's, not the writer's: see _failed
+            status, error = self._failed(job, lease, exc)
         self._metrics.job_finished(status, job.priority)
         return WriteReport(
             job.id, status, job.size_bytes / MIB, started, time.time(), count, _peak_rss_mb(), error
         )
 
+    def _failed(self, job: JobRecord, lease: Lease, exc: Exception) -> tuple[JobStatus, str]:
+        """What a failed write leaves: a lost lease stops (a cancel removes the outputs), an outage
+        parks the job, anything else fails it at once with its cause, naming the file (an
+        unexpected exception here is a bug met by this job, not a dead writer to try again)."""
+        if isinstance(exc, LeaseLost):
+            if self._state.get_job(job.id).status is JobStatus.CANCELED:
+                remove_outputs(self._state, self._store, job.id)
+                return JobStatus.CANCELED, "canceled while being written; its outputs removed"
+            return JobStatus.WRITING, f"lease lost: {exc}"
+        if isinstance(exc, TransientError):  # an outage past its budget: parked, the try not counted
+            return self._park(job, lease), f"{error_class(exc)}: {exc}"
+        reason = str(exc) if isinstance(exc, PermanentError) else _foreign_reason(job, exc)
+        if not isinstance(exc, PermanentError):
+            log.error("job %d: %s", job.id, reason, exc_info=exc)
+        self._state.fail_job(job.id, "write", error_class(exc), reason, lease=lease)
+        return JobStatus.FAILED, f"{error_class(exc)}: {reason}"
+
     def _park(self, job: JobRecord, lease: Lease) -> JobStatus:
         """Back to answered, to be written again; the claim that failed for an outage is not counted."""
         try:
             again = {"attempts": max(0, lease.attempt - 1)}
-            self._state.transition(job.id, [JobStatus.WRITING], JobStatus.ANSWERED, **again)
+            back = JobStatus.ANSWERED
+            moved = self._state.transition(job.id, [JobStatus.WRITING], back, lease=lease, **again)
         except RaybatchError:  # the database is away too: the lease runs out and frees the job
             return JobStatus.WRITING
-        return JobStatus.ANSWERED
+        return JobStatus.ANSWERED if moved else JobStatus.WRITING
 
     def _write(self, job: JobRecord, lease: Lease) -> int:
         chunks = self._state.get_chunks(job.id)
@@ -271,3 +284,11 @@ def _peak_rss_mb() -> float:
     """This process's peak resident memory so far, in MB (Linux reports KiB)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024 if os.name == "posix" else peak / MIB
+
+
+def _foreign_reason(job: JobRecord, exc: Exception) -> str:
+    """A one-line reason for an exception raybatch did not raise on purpose: the file, the
+    exception's class and its first line (cut short; the traceback goes to the writer's log)."""
+    lines = str(exc).strip().splitlines()
+    first = lines[0][:200] if lines else "no message"
+    return f"{job.source_name}: unexpected {type(exc).__name__} while writing: {first}"

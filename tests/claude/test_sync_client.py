@@ -137,8 +137,11 @@ def test_bad_credentials_stop_the_run():
     with running() as (server, _):
         settings = settings_for(server, anthropic_api_key="wrong")
         client = AnthropicMessageClient(settings, sleep=lambda _: None)
-        with client, pytest.raises(AuthenticationFailed):
-            client.send(requests(3))
+        with client:
+            outcome = client.send(requests(3))
+    assert isinstance(outcome.rejected, AuthenticationFailed)
+    assert outcome.results == [] and outcome.parked == []
+    assert sorted(outcome.refused) == sorted(r.custom_id for r in requests(3))
 
 
 def test_count_tokens_counts_what_the_answer_bills():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 from builders import PreparedJob, bundle_texts, offer, prepared_job
@@ -16,8 +17,18 @@ from raybatch.report import status_summary
 from raybatch.settings import DEFAULT_MODEL
 from raybatch.spend import committed, expected_cost, parked_reason, raise_caps, read_caps, start_run
 from raybatch.state import SqlStateStore
+from raybatch.state.port import NewJob
 
 PRICES = prices_for(DEFAULT_MODEL)
+RUN = "run-1"
+
+
+def governed(state: SqlStateStore, job: PreparedJob, run: str = RUN) -> PreparedJob:
+    """The job registered again by the capped ``run``: that run's cap governs it."""
+    record = state.get_job(job.job_id)
+    again = NewJob(record.sha256, record.source_uri, record.source_name, record.kind, record.size_bytes)
+    state.register_jobs([replace(again, spend_run=run)])
+    return job
 
 
 def _expected(job: PreparedJob) -> float:
@@ -34,9 +45,9 @@ async def _steps(coord: BatchCoordinator, passes: int) -> None:
 async def test_a_cap_below_the_cost_parks_and_a_higher_cap_completes(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
-    jobs = [prepared_job(state, bundle_texts(b), name=f"b{b}") for b in (0, 1, 2)]
+    jobs = [governed(state, prepared_job(state, bundle_texts(b), name=f"b{b}")) for b in (0, 1, 2)]
     cap = _expected(jobs[0]) * 1.2  # room for the first job only
-    start_run(state, cap, None)
+    start_run(state, RUN, cap, None)
     coord = coordinator(emulator, state)
 
     for job in jobs:
@@ -66,9 +77,9 @@ async def test_a_cap_below_the_cost_parks_and_a_higher_cap_completes(
 async def test_spend_never_passes_the_cap_by_more_than_one_batch_estimate(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
-    jobs = [prepared_job(state, bundle_texts(b), name=f"b{b}") for b in (0, 1, 2, 3)]
+    jobs = [governed(state, prepared_job(state, bundle_texts(b), name=f"b{b}")) for b in (0, 1, 2, 3)]
     cap = sum(_expected(j) for j in jobs[:2]) * 1.05
-    start_run(state, cap, None)
+    start_run(state, RUN, cap, None)
     coord = coordinator(emulator, state)
 
     for job in jobs:

@@ -6,7 +6,7 @@ import pytest
 from clock import FakeClock
 from state_helpers import chunk, register
 
-from raybatch.errors import PermanentError
+from raybatch.errors import IntentConflict, PermanentError
 from raybatch.models import BatchStatus, ChunkStatus, ResultType
 from raybatch.state import SqlStateStore
 
@@ -103,3 +103,42 @@ def test_batch_jobs_and_known_ids(store: SqlStateStore) -> None:
     assert store.known_batch_ids() == set()
     store.attach_batch(intent, "msgbatch_known", BatchStatus.IN_PROGRESS, "{}")
     assert store.known_batch_ids() == {"msgbatch_known"}
+
+
+def test_two_creating_intents_never_hold_one_request(store: SqlStateStore, job_id: int) -> None:
+    first = store.record_batch_intent(ids(job_id, 0, 1), request_bytes=10)
+    with pytest.raises(IntentConflict):
+        store.record_batch_intent(ids(job_id, 1, 2), request_bytes=10)  # 1 is held by the first
+    assert [b.id for b in store.active_batches()] == [first]
+    store.attach_batch(first, "msgbatch_A", BatchStatus.IN_PROGRESS, raw="{}")
+    with pytest.raises(IntentConflict):  # in a batch now: not waiting to be sent
+        store.record_batch_intent(ids(job_id, 0), request_bytes=10)
+    store.mark_batch_lost(first)  # its requests go again, in a new intent
+    again = store.record_batch_intent(ids(job_id, 0, 1, 2), request_bytes=10)
+    assert store.batch_chunks(again) == sorted(ids(job_id, 0, 1, 2))
+
+
+def test_an_attach_of_requests_in_another_batch_fails_loudly(store: SqlStateStore, job_id: int) -> None:
+    intent = store.record_batch_intent(ids(job_id, 0), request_bytes=10)
+    store.mark_chunks_submitted(ids(job_id, 0), "msgbatch_other")  # sent elsewhere meanwhile
+    with pytest.raises(IntentConflict):
+        store.attach_batch(intent, "msgbatch_A", BatchStatus.IN_PROGRESS, raw="{}")
+    assert store.get_batch(intent).anthropic_id is None, "nothing recorded"
+
+
+def test_an_adopted_batch_yields_to_the_intent_that_created_it(store: SqlStateStore, job_id: int) -> None:
+    creator = store.record_batch_intent(ids(job_id, 0), request_bytes=10)
+    adopter = store.record_batch_intent(ids(job_id, 1), request_bytes=10)
+    # The adopter found the creator's batch by listing before the creator recorded it ...
+    assert store.attach_batch(adopter, "msgbatch_A", BatchStatus.IN_PROGRESS, raw="{}", adopted=True)
+    # ... the creator's own record takes it back: the adopter is reconciled again.
+    assert store.attach_batch(creator, "msgbatch_A", BatchStatus.IN_PROGRESS, raw="{}")
+    assert store.get_batch(adopter).status is BatchStatus.CREATING
+    assert store.get_batch(adopter).anthropic_id is None
+    chunks = {c.n: (c.status, c.batch_id) for c in store.get_chunks(job_id)}
+    assert chunks[0] == (ChunkStatus.SUBMITTED, "msgbatch_A")
+    assert chunks[1] == (ChunkStatus.PREPARED, None)
+    assert ids(job_id, 1)[0] in store.intent_chunk_ids()
+    # A later adoption of a batch another intent holds is refused, nothing changed.
+    assert not store.attach_batch(adopter, "msgbatch_A", BatchStatus.IN_PROGRESS, raw="{}", adopted=True)
+    assert store.get_batch(adopter).status is BatchStatus.CREATING

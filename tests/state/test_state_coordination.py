@@ -77,6 +77,21 @@ def test_a_job_just_prepared_waits_before_it_is_requeued(store: SqlStateStore, c
     assert store.requeue_unheld(fresh, JobStatus.PREPARED, 60) is True
 
 
+def test_a_held_job_whose_holder_missed_a_renewal_is_not_taken_for_abandoned(
+    store: SqlStateStore, clock: FakeClock
+) -> None:
+    """A hold moves ``updated_at``: a driver that renews late (its lease lapsed a moment) still
+    holds its offered job for a whole lease, so another driver does not prepare it again."""
+    held = job(store, 1)
+    clock.advance(100)  # waiting for its batch, held all along
+    assert store.hold_jobs("driver-a", [held], JobStatus.PREPARED, 60) == [held]
+    clock.advance(61)  # the hold lapsed one second ago
+    assert store.requeue_unheld(held, JobStatus.PREPARED, 120) is False
+    assert store.hold_jobs("driver-a", [held], JobStatus.PREPARED, 60) == [held]  # renewed late
+    clock.advance(121)  # its driver is gone for good
+    assert store.requeue_unheld(held, JobStatus.PREPARED, 120) is True
+
+
 def test_no_document_rows_for_a_canceled_job(store: SqlStateStore) -> None:
     job_id = job(store, 1, JobStatus.WRITING)
     doc = DocumentRecord(job_id=job_id, index=0, first_page=1, last_page=1, doc_type="invoice")

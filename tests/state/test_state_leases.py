@@ -112,6 +112,19 @@ def test_fail_job_under_a_lease_is_fenced(store: SqlStateStore, clock: FakeClock
     assert store.get_job(new.job_id).status is JobStatus.FAILED
 
 
+def test_a_transition_under_a_lease_is_fenced(store: SqlStateStore, clock: FakeClock) -> None:
+    register(store, 1)
+    [old] = claim(store, "w1", lease_seconds=10)
+    clock.advance(11)
+    [new] = claim(store, "w2")
+
+    assert not store.transition(old.job_id, [PREPARING], PENDING, lease=old, attempts=0)
+    assert store.get_job(new.job_id).attempts == new.attempt
+    assert store.holds(new)
+    assert store.transition(new.job_id, [PREPARING], PENDING, lease=new)
+    assert store.get_job(new.job_id).status is PENDING
+
+
 def _claimer(url: str, clock: FakeClock, worker: str, barrier, results) -> None:  # type: ignore[no-untyped-def]
     state = SqlStateStore.from_url(url, now=clock)
     barrier.wait()

@@ -51,3 +51,24 @@ def test_a_link_out_of_the_folder_fails_its_job_with_the_reason(store: SqlStateS
     assert job.status is JobStatus.FAILED
     assert (job.error_message or "").startswith("linked: ")
     assert job.sha256 != sha256_bytes((outside / "secret.pdf").read_bytes())  # never read
+
+
+def test_a_moved_file_is_read_from_where_it_is_now_and_a_rerun_takes_it_up(
+    store: SqlStateStore, tmp_path: Path
+) -> None:
+    """The same content registered from a new place moves its job there; a job that failed for
+    where the file was (gone) is taken up again by that registration."""
+    old, new = tmp_path / "in", tmp_path / "sorted"
+    old.mkdir()
+    new.mkdir()
+    (old / "scan.pdf").write_bytes(one_page_pdf("moved"))
+    registrar = Registrar(store, StoreSettings(), max_page_pixels=10**8)
+    [first] = registrar.register_all(list_sources(str(old), StoreSettings()).files)
+    (old / "scan.pdf").rename(new / "renamed.pdf")
+    store.fail_job(first.job.id, "prepare", "InvalidSource", "unreadable: cannot read source file: gone")
+    [again] = registrar.register_all(list_sources(str(new), StoreSettings()).files)
+    job = store.get_job(again.job.id)
+    assert job.id == first.job.id
+    assert (job.source_uri, job.source_name) == ((new / "renamed.pdf").as_uri(), "renamed.pdf")
+    assert (job.status, job.attempts, job.error_class) == (JobStatus.PENDING, 0, None)
+    assert [j.id for j in store.jobs_from_source(new.as_uri())] == [job.id]
