@@ -17,11 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from raybatch.errors import InvalidSource, error_class
+from raybatch.errors import InvalidSource, RaybatchError, StorageUnavailable, error_class
 from raybatch.ids import sha256_bytes
 from raybatch.models import JobRecord, JobStatus, Priority, ProcessingMode, SourceKind, mode_for
 from raybatch.settings import StoreSettings
-from raybatch.sources import SourceFile, read_source
+from raybatch.sources import SourceFile, read_source_patiently
 from raybatch.state.port import JobStates, NewJob
 from raybatch.steps.open_source import detect_kind, open_source
 from raybatch.units import MIB
@@ -49,14 +49,15 @@ class Inspection:
     size: int
     kind: SourceKind
     pages: int | None = None
-    problem: InvalidSource | None = None
+    problem: RaybatchError | None = None
 
 
 def inspect_source(source: SourceFile, sources: StoreSettings, max_page_pixels: int) -> Inspection:
-    """Read, hash and open one file (no bytes kept)."""
+    """Read, hash and open one file (no bytes kept); an outage of the store is waited out, and one
+    past STORE_OUTAGE_BUDGET fails the file as StorageUnavailable (a rerun takes it up)."""
     try:
-        data = read_source(source.uri, sources)
-    except InvalidSource as exc:
+        data = read_source_patiently(source.uri, sources)
+    except (InvalidSource, StorageUnavailable) as exc:
         # No bytes, no content hash: keyed by the URI so a rerun finds the same job.
         digest = sha256_bytes(f"unreadable:{source.uri}".encode())
         return Inspection(source, digest, source.size, SourceKind.PDF, problem=exc)

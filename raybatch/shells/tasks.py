@@ -11,16 +11,14 @@ from typing import Any
 
 import ray
 
-from raybatch.errors import StorageUnavailable
 from raybatch.models import CachedPage, JobRecord, Priority
 from raybatch.ocr import open_ocr
 from raybatch.ocr.cache import CarriedPageTexts, PageTextLookup
-from raybatch.outage import Patience
 from raybatch.prepared import PreparedRequests
 from raybatch.register import Inspection, inspect_source
 from raybatch.reuse import settings_config
 from raybatch.settings import OcrEngineName, PrepareTaskSettings, Settings, StoreSettings
-from raybatch.sources import SourceFile, read_source
+from raybatch.sources import SourceFile, read_source_patiently
 from raybatch.steps.chunk import ChunkPlan
 from raybatch.work.prepare import ChunkPreparer, memory_estimate
 from raybatch.work.prepared_chunk import ChunkSummary, PreparedChunk
@@ -69,8 +67,7 @@ class RayInspector:
 def _read(store: StoreSettings, uri: str, sha256: str) -> bytes:
     """A source's bytes, checked against its sha256 (S3 sources need the store's keys); an
     outage of the store is waited out within its budget."""
-    patience = Patience("object store", StorageUnavailable, store.store_outage_budget)
-    return patience.call(lambda: read_source(uri, store, sha256=sha256))
+    return read_source_patiently(uri, store, sha256=sha256)
 
 
 @ray.remote(max_retries=2)
