@@ -25,7 +25,7 @@ from pydantic import SecretStr
 from ray.exceptions import RayError, RayTaskError
 
 from raybatch.loops.driver import Driver, DriverParts, Progress
-from raybatch.loops.scheduler import SAVE_JOBS, SAVE_SECONDS, PrepareScheduler, failure_reason
+from raybatch.loops.scheduler import SAVE_JOBS, SAVE_SECONDS, PrepareScheduler, cancel_task, failure_reason
 from raybatch.loops.writer_pool import WriterPool
 from raybatch.models import JobRecord, JobStatus, Priority
 from raybatch.outage import patient_state
@@ -160,6 +160,8 @@ def _intake(
         failure=_crash_reason,
         on_listed=budget.finish_registration,
         review=reopen,
+        timeout=settings.register_timeout,
+        cancel=cancel_task,
     )
 
 
@@ -199,6 +201,7 @@ def _registrar(state: StateStore, settings: Settings, *, force: bool, urgent: bo
         mode=settings.processing_mode,
         force=force,
         priority=Priority.URGENT if urgent else Priority.NORMAL,
+        max_pages=settings.max_pages_per_file,
     )
 
 

@@ -140,6 +140,12 @@ class PrepareSettings(_Section):
     prepare_timeout: float = Field(
         1800.0, gt=0, description="seconds a prepare task may run (from launch) before it is canceled"
     )
+    max_pages_per_file: int = Field(
+        10_000, ge=1, description="a file with more pages fails its job at registration, before any request"
+    )
+    register_timeout: float = Field(
+        300.0, gt=0, description="seconds reading one file at registration may take before the file fails"
+    )
 
 
 class OcrSettings(_Section):

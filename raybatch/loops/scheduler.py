@@ -107,7 +107,7 @@ class PrepareScheduler:
         self._save_jobs, self._save_seconds = save_jobs, save_seconds  # SAVE_JOBS, SAVE_SECONDS in a run
         self._wait, self._get = wait, get
         self._timeout = timeout  # PREPARE_TIMEOUT: seconds a task may take from its launch
-        self._cancel = cancel or _cancel_task
+        self._cancel = cancel or cancel_task
         self._monotonic = monotonic
         self._tasks = tasks
         self._worker_id = worker_id
@@ -419,7 +419,7 @@ class PrepareScheduler:
             self._drop(job_id)
 
 
-def _cancel_task(ref: Any) -> None:
+def cancel_task(ref: Any) -> None:
     """Stop a Ray task however far it got (a task stuck in native code ignores a polite cancel);
     a stand-in ref is left alone."""
     if not isinstance(ref, ray.ObjectRef):
