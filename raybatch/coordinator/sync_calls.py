@@ -50,12 +50,14 @@ class SyncCalls:
         on_permanent: Callable[[set[int], PermanentError], Awaitable[None]],
         on_parked: Callable[[str], None],
         tag: str = SYNC_BATCH,
+        call_io: Io | None = None,
     ) -> None:
         self.tag = tag  # this coordinator's batch id for its calls' chunks
         self._state = state
         self._messages = messages
         self._filer = filer
         self._io = io
+        self._call_io = call_io or io  # where a call waits for its answers: not the database's threads
         self._settle = settle
         self._on_permanent = on_permanent
         self._on_parked = on_parked
@@ -92,7 +94,7 @@ class SyncCalls:
         ids = [r.custom_id for r in requests]
         jobs = {r.job_id for r in requests}
         try:
-            outcome = await self._io(self._messages.send, requests)
+            outcome = await self._call_io(self._messages.send, requests)
         except PermanentError as exc:  # bad credentials: nothing was answered
             await self._release(ids)
             await self._on_permanent(jobs, exc)
