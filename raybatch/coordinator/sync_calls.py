@@ -11,20 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from raybatch.claude.records import PreparedRequest, RequestResult
 from raybatch.claude.sync_client import AnthropicMessageClient
 from raybatch.coordinator.batch_create import Io
 from raybatch.coordinator.filer import ResultFiler
 from raybatch.errors import PermanentError
-from raybatch.models import SYNC_BATCH_ID
-from raybatch.state.port import ChunkStates
+from raybatch.models import SYNC_BATCH_ID, ResultType
+from raybatch.state.port import ChunkStates, JobStates
 
 log = logging.getLogger(__name__)
 
 SYNC_BATCH = SYNC_BATCH_ID  # the batch id chunks carry while a synchronous call is under way
+
+
+class SyncCallState(ChunkStates, JobStates, Protocol):
+    """The slices of the state store that synchronous calls use."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +47,7 @@ class SyncCalls:
 
     def __init__(
         self,
-        state: ChunkStates,
+        state: SyncCallState,
         messages: AnthropicMessageClient,
         filer: ResultFiler,
         *,
@@ -94,7 +100,9 @@ class SyncCalls:
         ids = [r.custom_id for r in requests]
         jobs = {r.job_id for r in requests}
         try:
-            outcome = await self._call_io(self._messages.send, requests)
+            outcome = await self._call_io(
+                self._messages.send, requests, on_result=self._progress_of(requests)
+            )
         except PermanentError as exc:  # bad credentials: nothing was answered
             await self._release(ids)
             await self._on_permanent(jobs, exc)
@@ -109,6 +117,26 @@ class SyncCalls:
         parked = set(outcome.parked)
         self._unfiled.append(_Answers([cid for cid in ids if cid not in parked], outcome.results, jobs))
         await self.file_pending()
+
+    def _progress_of(self, requests: Sequence[PreparedRequest]) -> Callable[[RequestResult], None]:
+        """Writes the jobs' progress as their answers come back, before they are filed (on the
+        call's own thread; a failure to write it costs nothing but the progress shown)."""
+        job_of = {r.custom_id: r.job_id for r in requests}
+        answered: Counter[int] = Counter()
+
+        def on_result(result: RequestResult) -> None:
+            job = job_of.get(result.custom_id)
+            if job is None or result.type is not ResultType.SUCCEEDED:
+                return
+            answered[job] += 1
+            try:
+                counts = self._state.chunk_progress([job]).get(job)
+                if counts is not None:
+                    self._state.set_progress({job: counts.percent({}, answered[job])})
+            except Exception as exc:
+                log.debug("progress of job %d not written: %s", job, exc)
+
+        return on_result
 
     async def _release(self, custom_ids: Sequence[str]) -> None:
         try:

@@ -25,7 +25,7 @@ class HeldCalls:
         self.started = 0
         self._lock = threading.Lock()
 
-    def send(self, requests: Sequence[PreparedRequest]) -> SyncOutcome:
+    def send(self, requests: Sequence[PreparedRequest], **_: object) -> SyncOutcome:
         with self._lock:
             self.started += 1
         self.release.wait(30)
