@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import secrets
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -41,6 +42,7 @@ from raybatch.spend import start_run
 from raybatch.state import StateStore, open_state
 from raybatch.steps.pack import megabytes
 from raybatch.terminal import ProgressBars
+from raybatch.uploads import keep_out_of_uploads, local_paths
 from raybatch.work.writer import WriteReport
 from raybatch.workload import Budget, Sizing, open_budget
 
@@ -91,6 +93,7 @@ def run(
     emulator asked for.
     """
     settings.require_claude()
+    keep_out_of_uploads(local_paths(settings), notice=notice)
     started = time.monotonic()
     skipped: list[str] = []
 
@@ -349,15 +352,25 @@ def claude_endpoint(settings: Settings, notice: Notice) -> Iterator[tuple[Settin
         key = settings.anthropic_api_key or SecretStr("emulator")
         yield settings.model_copy(update={"anthropic_api_key": key}), settings.anthropic_base_url
         return
-    from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
-
+    # Loopback while every node is this machine; else the node's address, where others can reach it.
     host = "127.0.0.1" if _local_only() else ray.util.get_node_ip_address()
-    with EmulatorServer(EmulatorConfig(processing_seconds=2.0), host=host) as server:
+    with builtin_emulator(settings, host) as (emulated, url):
         notice(
-            f"emulator: using the built-in Claude emulator at {server.base_url} "
+            f"emulator: using the built-in Claude emulator at {url} "
             "(it answers by simple rules from the page text; its answers are marked as emulated)"
         )
-        update = {"anthropic_base_url": server.base_url, "anthropic_api_key": SecretStr("emulator")}
+        yield emulated, url
+
+
+@contextlib.contextmanager
+def builtin_emulator(settings: Settings, host: str) -> Iterator[tuple[Settings, str]]:
+    """The built-in emulator on ``host``, answering only calls that carry a key made for this run
+    (on a cluster it listens where every node can reach it); the settings that reach it."""
+    from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+
+    key = secrets.token_urlsafe(24)
+    with EmulatorServer(EmulatorConfig(processing_seconds=2.0, api_key=key), host=host) as server:
+        update = {"anthropic_base_url": server.base_url, "anthropic_api_key": SecretStr(key)}
         yield settings.model_copy(update=update), server.base_url
 
 
