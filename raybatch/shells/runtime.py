@@ -9,6 +9,7 @@ logic is tested without Ray and the shells stay readable in the dashboard.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 from typing import Any
@@ -33,12 +34,18 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
     if ray.is_initialized():
         return False
     writers = settings.section(WriterSettings)
+    # Workers may inherit the environment of a process that holds secrets (a local Ray's: this one;
+    # a cluster's: the head's): blank them for this job's workers (each is sent what it needs as
+    # arguments). A name the submitted job's own runtime env sets is left to it.
+    hidden = {name: "" for name in secret_env_names(os.environ) if name not in _job_env_names()}
     if settings.ray_address or os.environ.get("RAY_ADDRESS"):
-        ray.init(address=settings.ray_address, namespace=settings.ray_namespace, log_to_driver=False)
+        ray.init(
+            address=settings.ray_address,
+            namespace=settings.ray_namespace,
+            log_to_driver=False,
+            runtime_env={"env_vars": hidden} if hidden else None,
+        )
         return False
-    # A local Ray's workers inherit this process's environment: blank the secrets there (each
-    # worker is sent what it needs as arguments).
-    hidden = {name: "" for name in secret_env_names(os.environ)}
     ray.init(
         address="local",
         namespace=settings.ray_namespace,
@@ -49,6 +56,15 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
         runtime_env={"env_vars": hidden} if hidden else None,
     )
     return True
+
+
+def _job_env_names() -> set[str]:
+    """The variables a submitted job's runtime env sets (``ray job submit --runtime-env-json``)."""
+    try:
+        job = json.loads(os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}"))
+        return set((job.get("runtime_env") or {}).get("env_vars") or {})
+    except (ValueError, AttributeError):
+        return set()
 
 
 def limit_oom_retries(settings: Settings) -> None:

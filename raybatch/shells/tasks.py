@@ -36,9 +36,17 @@ def _preparer(settings: PrepareTaskSettings) -> ChunkPreparer:
 
 
 _WORKER_CACHE: dict[str, ChunkPreparer] = {}
-# Ray has no task priorities: urgent work reserves no CPU, so it starts beside a backlog's tasks
-# (which hold every CPU) instead of behind them. Its driver's caps bound how much of it runs.
-URGENT_CPUS = 0
+# Ray has no task priorities: a backlog's tasks leave a sliver of each CPU free (URGENT_RESERVE) and
+# urgent work asks for a sliver (URGENT_CPUS), so it starts beside them instead of behind them. It
+# asks for some CPU all the same: a task asking for none may be placed on the head node, whose
+# environment holds every secret (cluster.yaml gives the head 0 CPU). Its driver's caps bound it.
+URGENT_CPUS = 0.01
+URGENT_RESERVE = 0.02
+
+
+def normal_cpus(ocr_workers: int) -> float:
+    """The CPU a backlog's registration or prepare task asks for: its share, less the urgent sliver."""
+    return (1.0 - URGENT_RESERVE) / ocr_workers
 
 
 @ray.remote(max_retries=0)
@@ -56,7 +64,7 @@ class RayInspector:
     def __init__(self, settings: Settings, *, urgent: bool = False) -> None:
         self._store = ray.put(settings.section(StoreSettings))
         self._max_page_pixels = settings.max_page_pixels
-        self._cpus = URGENT_CPUS if urgent else 1.0 / settings.ocr_workers
+        self._cpus = URGENT_CPUS if urgent else normal_cpus(settings.ocr_workers)
 
     def inspect(self, sources: Sequence[SourceFile]) -> Any:
         more = f" and {len(sources) - 1} more" if len(sources) > 1 else ""
@@ -85,7 +93,8 @@ def prepare_chunk(
     known: tuple[CachedPage, ...],
 ) -> tuple[ChunkSummary, PreparedChunk]:
     """Render, read and package one chunk; ``known`` OCR reads are reused, new ones come back.
-    Given the store's settings instead of the bytes (a job's only chunk), it reads the source."""
+    Given the store's settings instead of the bytes (a job's only chunk, a local file), it reads the
+    source; those settings never hold the store's keys (an S3 source is read by ``load_source``)."""
     if isinstance(data, StoreSettings):
         data = _read(data, job.source_uri, job.sha256)
     cache = CarriedPageTexts(known)
@@ -106,9 +115,11 @@ class RayPrepareTasks:
         # where sources are read. The OCR cache and requests prepared ahead (``kept``, by
         # ``estimate``) are read and written here, on the driver.
         self._settings = ray.put(settings.for_prepare_tasks())
-        self._store = ray.put(settings.section(StoreSettings))
+        store = settings.section(StoreSettings)
+        self._store = ray.put(store)  # for the loads: they read, and parse nothing
+        self._keyless = ray.put(store.model_copy(update={"minio_access_key": None, "minio_secret_key": None}))
         self._cache = cache if settings.ocr_engine is not OcrEngineName.NONE else None
-        self._cpus = 1.0 / settings.ocr_workers
+        self._cpus = normal_cpus(settings.ocr_workers)
         self._config = settings_config(settings)
         self._kept = kept
 
@@ -128,8 +139,8 @@ class RayPrepareTasks:
         return task.remote(self._store, job.source_uri, job.sha256)
 
     def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
-        """A task preparing one chunk from the loaded ``source``, or, when it is None, reading
-        the source itself (one task for a job of one chunk, not two)."""
+        """A task preparing one chunk from the loaded ``source``, or, when it is None, reading a
+        local source itself (one task for a job of one chunk, not two; no keys to send it)."""
         options = {
             "name": f"prepare job_{job.id} chunk_{plan.n}",
             "memory": memory_estimate(job.size_bytes, len(plan.pages)),
@@ -137,7 +148,9 @@ class RayPrepareTasks:
             "num_returns": 2,
         }
         known = tuple(self._cache.cached_page_texts(job.sha256, plan.pages)) if self._cache else ()
-        data: Any = self._store if source is None else source
+        if source is None and not job.source_uri.startswith("file:"):
+            source = self.load(job)  # an S3 source needs the store's keys: read apart from the parsing
+        data: Any = self._keyless if source is None else source
         refs: Any = prepare_chunk.options(**options).remote(self._settings, job, plan, data, known)
         summary, payload = refs  # num_returns=2: one ref each
         return summary, payload
