@@ -235,6 +235,7 @@ def _drive(
 ) -> tuple[list[JobRecord], list[WriteReport]]:
     """Build the Ray parts and drive until every job ended."""
     state = _patient_state(settings)
+    database_id = state.database_id()  # the coordinator's identity starts with it
     run_id = uuid.uuid4().hex[:8]
     worker_id = f"driver-{run_id}"
     # The coordinator starts in the background while the first files register and prepare; the
@@ -273,7 +274,7 @@ def _drive(
     parts = DriverParts(
         scheduler,
         writers,
-        coordinator=lambda: get_coordinator(settings),
+        coordinator=lambda: get_coordinator(settings, database_id),
         call=ray.get,
         ready=_ready,
         wait=_wait_any,
@@ -295,7 +296,7 @@ def _drive(
         for handle in handles:
             ray.kill(handle)
         if retire:
-            retire_coordinator(settings)
+            retire_coordinator(settings, database_id)
     return jobs, writers.reports
 
 

@@ -8,7 +8,7 @@ logic is tested without Ray and the shells stay readable in the dashboard.
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import json
 import logging
 import os
@@ -17,9 +17,17 @@ from typing import Any
 import ray
 
 from raybatch.coordinator.coordinator import BatchCoordinator
+from raybatch.coordinator.identity import code_version, coordinator_identity
 from raybatch.metrics import Metrics
 from raybatch.models import ProcessingMode
-from raybatch.settings import CoordinatorActorSettings, Settings, WriterSettings, secret_env_names
+from raybatch.settings import (
+    ClaudeSettings,
+    CoordinatorActorSettings,
+    Settings,
+    StateSettings,
+    WriterSettings,
+    secret_env_names,
+)
 from raybatch.state import open_state
 
 log = logging.getLogger(__name__)
@@ -114,17 +122,22 @@ async def _await_ref(ref: Any) -> Any:
     return await ref
 
 
-def coordinator_name(settings: Settings) -> str:
-    """One coordinator per state database: the name carries a short hash of its URL."""
-    digest = hashlib.sha256(settings.database_url.get_secret_value().encode()).hexdigest()[:8]
-    return f"BatchCoordinator-{digest}"
+def coordinator_name(settings: Settings, database_id: str | None = None) -> str:
+    """One coordinator per state database, Claude settings and raybatch code (``identity``)."""
+    known = database_id or _database_id(settings.section(StateSettings))
+    return f"BatchCoordinator-{coordinator_identity(settings.section(ClaudeSettings), known, code_version())}"
 
 
-def get_coordinator(settings: Settings) -> Any:
-    """The named coordinator for this database, created (detached, from the coordinator's own
-    settings sections) if it is not running."""
+@functools.lru_cache(maxsize=8)
+def _database_id(state: StateSettings) -> str:
+    return open_state(state).database_id()
+
+
+def get_coordinator(settings: Settings, database_id: str | None = None) -> Any:
+    """The named coordinator for this database, settings and code, created (detached, from the
+    coordinator's own settings sections) if it is not running."""
     actor = ray.remote(CoordinatorActor).options(
-        name=coordinator_name(settings),
+        name=coordinator_name(settings, database_id),
         namespace=settings.ray_namespace,
         lifetime="detached",
         get_if_exists=True,
@@ -136,10 +149,10 @@ def get_coordinator(settings: Settings) -> Any:
     return actor.remote(settings.for_coordinator())
 
 
-def retire_coordinator(settings: Settings) -> None:
+def retire_coordinator(settings: Settings, database_id: str | None = None) -> None:
     """Stop this database's coordinator now (it was bound to a Claude endpoint that goes away)."""
     try:
-        handle = ray.get_actor(coordinator_name(settings), namespace=settings.ray_namespace)
+        handle = ray.get_actor(coordinator_name(settings, database_id), namespace=settings.ray_namespace)
         ray.get(handle.stop.remote(), timeout=30)
         ray.kill(handle, no_restart=True)
     except (ValueError, ray.exceptions.RayError) as exc:  # not running, or already gone
