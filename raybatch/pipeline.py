@@ -41,6 +41,7 @@ from raybatch.sources import SourceFile, SourceListing, iter_sources, list_sourc
 from raybatch.spend import start_run
 from raybatch.state import StateStore, open_state
 from raybatch.steps.pack import megabytes
+from raybatch.stopping import stop_on_signals
 from raybatch.terminal import ProgressBars
 from raybatch.uploads import keep_out_of_uploads, local_paths
 from raybatch.work.writer import WriteReport
@@ -290,13 +291,17 @@ def _drive(
             lease_seconds=settings.lease_seconds,
             claim_window=window,
             writer_grow_seconds=settings.writer_grow_seconds,
+            drain_seconds=settings.drain_seconds,
         )
-        jobs = driver.run(on_progress)
+        with stop_on_signals() as stop:
+            jobs = driver.run(on_progress, stop=stop)
     finally:
         for handle in handles:
             ray.kill(handle)
         if retire:
             retire_coordinator(settings, database_id)
+    if stop():  # drained: the caller says so as for an interrupt (run the same command again)
+        raise KeyboardInterrupt
     return jobs, writers.reports
 
 

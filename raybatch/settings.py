@@ -196,6 +196,11 @@ class WriterSettings(_Section):
     max_concurrent_mb: int = Field(1024, ge=1, description="source MiB (2²⁰ bytes) the writers hold at once")
     result_resource: str = "result_mb"
     write_timeout: float = Field(1800.0, gt=0, description="seconds one job's write may run, then stopped")
+    drain_seconds: float = Field(
+        30.0,
+        ge=0,
+        description="on SIGTERM or Ctrl-C, seconds the writes under way may take before they go back",
+    )
 
 
 class WorkloadSettings(_Section):

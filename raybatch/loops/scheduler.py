@@ -413,6 +413,20 @@ class PrepareScheduler:
             else:
                 self._cancel(ref)
 
+    def hand_back(self) -> list[int]:
+        """Stop preparing every job held (a drain): its tasks are canceled and it goes back to
+        pending at once, the try not counted; the jobs handed back."""
+        handed = list(self._jobs)
+        for job_id in handed:
+            again = {"attempts": max(0, self._jobs[job_id].lease.attempt - 1)}
+            self._stop_tasks(job_id)
+            try:
+                self._state.transition(job_id, [JobStatus.PREPARING], JobStatus.PENDING, **again)
+            except RaybatchError as exc:  # the database is away: the lease runs out and frees it
+                log.warning("job %d: could not hand it back: %s", job_id, exc)
+            self._drop(job_id)
+        return handed
+
     def forget(self, job_ids: Sequence[int]) -> None:
         """Stop preparing these jobs (canceled elsewhere)."""
         for job_id in job_ids:

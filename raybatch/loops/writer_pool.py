@@ -208,6 +208,17 @@ class WriterPool:
             self._wait(list(self._running), num_returns=len(self._running), timeout=timeout)
         return self.collect()
 
+    def hand_back(self) -> list[int]:
+        """Give back every write still running (a drain past its bound): each job goes back to
+        answered at once, the try not counted, and its writer, fenced by the lease it lost, stops
+        at its next object; the jobs handed back."""
+        handed = []
+        for ref, running in list(self._running.items()):
+            del self._running[ref]
+            self._release(running.lease, attempts=max(0, running.lease.attempt - 1))
+            handed.append(running.lease.job_id)
+        return handed
+
     def _claim(self, job_ids: list[int]) -> dict[int, Lease]:
         """Claim these jobs for writing, in one statement; the leases of those won."""
         leases = self._state.claim_jobs(
@@ -305,8 +316,8 @@ class WriterPool:
         error = f"{TimeLimitExceeded.__name__}: {reason}"
         return WriteReport(lease.job_id, status, running.size_mb, now, now, 0, 0.0, error)
 
-    def _release(self, lease: Lease) -> None:
+    def _release(self, lease: Lease, **fields: int) -> None:
         try:
-            self._state.transition(lease.job_id, [JobStatus.WRITING], JobStatus.ANSWERED)
+            self._state.transition(lease.job_id, [JobStatus.WRITING], JobStatus.ANSWERED, **fields)
         except RaybatchError as exc:
             log.warning("job %d: could not release it after a writer died: %s", lease.job_id, exc)
