@@ -60,13 +60,26 @@ class Inspection:
     problem: RaybatchError | None = None
 
 
-def inspect_source(source: SourceFile, sources: StoreSettings, max_page_pixels: int) -> Inspection:
-    """Read, hash and open one file (no bytes kept); an outage of the store is waited out, and one
-    past STORE_OUTAGE_BUDGET fails the file as StorageUnavailable (a rerun takes it up)."""
+def read_for_inspection(source: SourceFile, sources: StoreSettings) -> bytes | RaybatchError:
+    """A file's bytes, or why they cannot be read; an outage of the store is waited out, and one
+    past STORE_OUTAGE_BUDGET is the answer (StorageUnavailable: a rerun takes the file up)."""
     try:
-        data = read_source_patiently(source.uri, sources)
+        return read_source_patiently(source.uri, sources)
     except (InvalidSource, StorageUnavailable) as exc:
-        return unread(source, exc)  # no bytes, no content hash
+        return exc
+
+
+def inspect_source(
+    source: SourceFile,
+    sources: StoreSettings,
+    max_page_pixels: int,
+    read: bytes | RaybatchError | None = None,
+) -> Inspection:
+    """Hash and open one file (no bytes kept): its bytes as ``read`` (read elsewhere, by a
+    process that parses nothing), or read here."""
+    data = read_for_inspection(source, sources) if read is None else read
+    if isinstance(data, RaybatchError):
+        return unread(source, data)  # no bytes, no content hash
     sha, size = sha256_bytes(data), len(data)
     try:
         kind = detect_kind(data)

@@ -11,11 +11,12 @@ from typing import Any
 
 import ray
 
+from raybatch.errors import RaybatchError
 from raybatch.models import CachedPage, JobRecord, Priority
 from raybatch.ocr import open_ocr
 from raybatch.ocr.cache import CarriedPageTexts, PageTextLookup
 from raybatch.prepared import PreparedRequests
-from raybatch.register import Inspection, inspect_source
+from raybatch.register import Inspection, inspect_source, read_for_inspection
 from raybatch.reuse import settings_config
 from raybatch.settings import OcrEngineName, PrepareTaskSettings, Settings, StoreSettings
 from raybatch.sources import SourceFile, read_source_patiently
@@ -49,27 +50,55 @@ def normal_cpus(ocr_workers: int) -> float:
     return (1.0 - URGENT_RESERVE) / ocr_workers
 
 
+def keyless(store: StoreSettings) -> StoreSettings:
+    """The store's settings without its keys: for the tasks that parse sources."""
+    return store.model_copy(update={"minio_access_key": None, "minio_secret_key": None})
+
+
 @ray.remote(max_retries=0)
-def inspect_files(store: StoreSettings, max_page_pixels: int, sources: list[SourceFile]) -> list[Inspection]:
-    """Read, hash and open each file; no bytes come back. Not retried: a file that crashed its
-    reader would crash the next one too (the driver reads each file of a crashed task again,
-    alone). It gets the store's section only (no API key or database URL): what it finds is
-    recorded by the driver."""
-    return [inspect_source(source, store, max_page_pixels) for source in sources]
+def inspect_files(
+    store: StoreSettings,
+    max_page_pixels: int,
+    sources: list[SourceFile],
+    read: list[bytes | RaybatchError] | None,
+) -> list[Inspection]:
+    """Hash and open each file (read here if local, else given as ``read``); no bytes come back.
+    Not retried: a file that crashed its reader would crash the next one too (the driver reads each
+    file of a crashed task again, alone). It holds no secret: no API key, no database URL, no store
+    keys (S3 files are read by ``read_files``). What it finds is recorded by the driver."""
+    return [
+        inspect_source(source, store, max_page_pixels, None if read is None else read[n])
+        for n, source in enumerate(sources)
+    ]
+
+
+@ray.remote(max_retries=0)
+def read_files(store: StoreSettings, sources: list[SourceFile]) -> list[bytes | RaybatchError]:
+    """The bytes of S3 files to inspect (or why they cannot be read): read with the store's keys by
+    a task that parses nothing."""
+    return [read_for_inspection(source, store) for source in sources]
 
 
 class RayInspector:
-    """Starts one registration task per group of files."""
+    """Starts one registration task per group of files (and, for S3 files, a task reading them)."""
 
     def __init__(self, settings: Settings, *, urgent: bool = False) -> None:
-        self._store = ray.put(settings.section(StoreSettings))
+        store = settings.section(StoreSettings)
+        self._store = ray.put(store)
+        self._keyless = ray.put(keyless(store))
         self._max_page_pixels = settings.max_page_pixels
         self._cpus = URGENT_CPUS if urgent else normal_cpus(settings.ocr_workers)
 
     def inspect(self, sources: Sequence[SourceFile]) -> Any:
         more = f" and {len(sources) - 1} more" if len(sources) > 1 else ""
-        task = inspect_files.options(name=f"register {sources[0].name[:80]}{more}", num_cpus=self._cpus)
-        return task.remote(self._store, self._max_page_pixels, list(sources))
+        name = f"{sources[0].name[:80]}{more}"
+        read: Any = None  # S3 files: a ref to their bytes, read by a task holding the store's keys
+        if any(not source.uri.startswith("file:") for source in sources):
+            read = read_files.options(name=f"read {name}", num_cpus=self._cpus).remote(
+                self._store, list(sources)
+            )
+        task = inspect_files.options(name=f"register {name}", num_cpus=self._cpus)
+        return task.remote(self._keyless, self._max_page_pixels, list(sources), read)
 
 
 def _read(store: StoreSettings, uri: str, sha256: str) -> bytes:
@@ -117,7 +146,7 @@ class RayPrepareTasks:
         self._settings = ray.put(settings.for_prepare_tasks())
         store = settings.section(StoreSettings)
         self._store = ray.put(store)  # for the loads: they read, and parse nothing
-        self._keyless = ray.put(store.model_copy(update={"minio_access_key": None, "minio_secret_key": None}))
+        self._keyless = ray.put(keyless(store))
         self._cache = cache if settings.ocr_engine is not OcrEngineName.NONE else None
         self._cpus = normal_cpus(settings.ocr_workers)
         self._config = settings_config(settings)
