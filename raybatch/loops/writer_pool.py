@@ -9,6 +9,7 @@ wait for room for its writers while the first run's writers go on).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -18,7 +19,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayError
 
-from raybatch.errors import RaybatchError, TimeLimitExceeded, error_class
+from raybatch.errors import LeaseLost, RaybatchError, TimeLimitExceeded, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import JobRecord, JobStatus, Lease, Priority
 from raybatch.state.port import JobStates
@@ -235,7 +236,8 @@ class WriterPool:
         """Hand a claimed job to an idle writer; a job past its tries fails instead."""
         if lease.attempt > self._max_attempts:
             reason = f"writing failed {lease.attempt - 1} times"
-            self._state.fail_job(lease.job_id, "write", "AttemptsExhausted", reason, lease=lease)
+            with contextlib.suppress(LeaseLost):  # canceled since the claim: the cancel stands
+                self._state.fail_job(lease.job_id, "write", "AttemptsExhausted", reason, lease=lease)
             return False
         writer = self._idle.pop(self._idle.index(self._placed()[0]))
         self._running[writer.write.remote(lease)] = _Running(writer, lease, size_mb, self._monotonic())
