@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import secrets
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -26,7 +27,7 @@ from ray.exceptions import RayError, RayTaskError
 
 from raybatch.errors import RaybatchError
 from raybatch.loops.driver import Driver, DriverParts, Progress
-from raybatch.loops.scheduler import SAVE_JOBS, SAVE_SECONDS, PrepareScheduler, failure_reason
+from raybatch.loops.scheduler import SAVE_JOBS, SAVE_SECONDS, PrepareScheduler, cancel_task, failure_reason
 from raybatch.loops.writer_pool import WriterPool
 from raybatch.models import JobRecord, JobStatus, Priority
 from raybatch.outage import patient_state
@@ -41,7 +42,9 @@ from raybatch.sources import SourceFile, SourceListing, iter_sources, list_sourc
 from raybatch.spend import end_run, start_run
 from raybatch.state import StateStore, open_state
 from raybatch.steps.pack import megabytes
+from raybatch.stopping import stop_on_signals
 from raybatch.terminal import ProgressBars
+from raybatch.uploads import keep_out_of_uploads, local_paths
 from raybatch.work.writer import WriteReport
 from raybatch.workload import Budget, Sizing, open_budget
 
@@ -92,6 +95,7 @@ def run(
     emulator asked for.
     """
     settings.require_claude()
+    keep_out_of_uploads(local_paths(settings), notice=notice)
     started = time.monotonic()
     skipped: list[str] = []
 
@@ -164,6 +168,8 @@ def _intake(
         failure=_crash_reason,
         on_listed=budget.finish_registration,
         review=reopen,
+        timeout=settings.register_timeout,
+        cancel=cancel_task,
     )
 
 
@@ -206,6 +212,7 @@ def _registrar(
         force=force,
         priority=Priority.URGENT if urgent else Priority.NORMAL,
         spend_run=spend_run,
+        max_pages=settings.max_pages_per_file,
     )
 
 
@@ -236,6 +243,7 @@ def _drive(
 ) -> tuple[list[JobRecord], list[WriteReport]]:
     """Build the Ray parts and drive until every job ended."""
     state = _patient_state(settings)
+    database_id = state.database_id()  # the coordinator's identity starts with it
     run_id = uuid.uuid4().hex[:8]
     worker_id = f"driver-{run_id}"
     # The coordinator starts in the background while the first files register and prepare; the
@@ -274,7 +282,7 @@ def _drive(
     parts = DriverParts(
         scheduler,
         writers,
-        coordinator=lambda: get_coordinator(settings),
+        coordinator=lambda: get_coordinator(settings, database_id),
         call=ray.get,
         ready=_ready,
         wait=_wait_any,
@@ -290,13 +298,17 @@ def _drive(
             lease_seconds=settings.lease_seconds,
             claim_window=window,
             writer_grow_seconds=settings.writer_grow_seconds,
+            drain_seconds=settings.drain_seconds,
         )
-        jobs = driver.run(on_progress)
+        with stop_on_signals() as stop:
+            jobs = driver.run(on_progress, stop=stop)
     finally:
         for handle in handles:
             ray.kill(handle)
         if retire:
-            retire_coordinator(settings)
+            retire_coordinator(settings, database_id)
+    if stop():  # drained: the caller says so as for an interrupt (run the same command again)
+        raise KeyboardInterrupt
     return jobs, writers.reports
 
 
@@ -353,15 +365,25 @@ def claude_endpoint(settings: Settings, notice: Notice) -> Iterator[tuple[Settin
         key = settings.anthropic_api_key or SecretStr("emulator")
         yield settings.model_copy(update={"anthropic_api_key": key}), settings.anthropic_base_url
         return
-    from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
-
+    # Loopback while every node is this machine; else the node's address, where others can reach it.
     host = "127.0.0.1" if _local_only() else ray.util.get_node_ip_address()
-    with EmulatorServer(EmulatorConfig(processing_seconds=2.0), host=host) as server:
+    with builtin_emulator(settings, host) as (emulated, url):
         notice(
-            f"emulator: using the built-in Claude emulator at {server.base_url} "
+            f"emulator: using the built-in Claude emulator at {url} "
             "(it answers by simple rules from the page text; its answers are marked as emulated)"
         )
-        update = {"anthropic_base_url": server.base_url, "anthropic_api_key": SecretStr("emulator")}
+        yield emulated, url
+
+
+@contextlib.contextmanager
+def builtin_emulator(settings: Settings, host: str) -> Iterator[tuple[Settings, str]]:
+    """The built-in emulator on ``host``, answering only calls that carry a key made for this run
+    (on a cluster it listens where every node can reach it); the settings that reach it."""
+    from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+
+    key = secrets.token_urlsafe(24)
+    with EmulatorServer(EmulatorConfig(processing_seconds=2.0, api_key=key), host=host) as server:
+        update = {"anthropic_base_url": server.base_url, "anthropic_api_key": SecretStr(key)}
         yield settings.model_copy(update=update), server.base_url
 
 

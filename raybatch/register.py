@@ -11,17 +11,25 @@ listed, so ids follow it, and each one can be prepared as soon as it is register
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from raybatch.errors import InvalidSource, error_class
+from raybatch.errors import (
+    InvalidSource,
+    RaybatchError,
+    SourceProblem,
+    StorageUnavailable,
+    TimeLimitExceeded,
+    error_class,
+)
 from raybatch.ids import sha256_bytes
 from raybatch.models import JobRecord, JobStatus, Priority, ProcessingMode, SourceKind, mode_for
 from raybatch.settings import StoreSettings
-from raybatch.sources import SourceFile, read_source
+from raybatch.sources import SourceFile, read_source_patiently
 from raybatch.state.port import JobStates, NewJob
 from raybatch.steps.open_source import detect_kind, open_source
 from raybatch.units import MIB
@@ -49,17 +57,29 @@ class Inspection:
     size: int
     kind: SourceKind
     pages: int | None = None
-    problem: InvalidSource | None = None
+    problem: RaybatchError | None = None
 
 
-def inspect_source(source: SourceFile, sources: StoreSettings, max_page_pixels: int) -> Inspection:
-    """Read, hash and open one file (no bytes kept)."""
+def read_for_inspection(source: SourceFile, sources: StoreSettings) -> bytes | RaybatchError:
+    """A file's bytes, or why they cannot be read; an outage of the store is waited out, and one
+    past STORE_OUTAGE_BUDGET is the answer (StorageUnavailable: a rerun takes the file up)."""
     try:
-        data = read_source(source.uri, sources)
-    except InvalidSource as exc:
-        # No bytes, no content hash: keyed by the URI so a rerun finds the same job.
-        digest = sha256_bytes(f"unreadable:{source.uri}".encode())
-        return Inspection(source, digest, source.size, SourceKind.PDF, problem=exc)
+        return read_source_patiently(source.uri, sources)
+    except (InvalidSource, StorageUnavailable) as exc:
+        return exc
+
+
+def inspect_source(
+    source: SourceFile,
+    sources: StoreSettings,
+    max_page_pixels: int,
+    read: bytes | RaybatchError | None = None,
+) -> Inspection:
+    """Hash and open one file (no bytes kept): its bytes as ``read`` (read elsewhere, by a
+    process that parses nothing), or read here."""
+    data = read_for_inspection(source, sources) if read is None else read
+    if isinstance(data, RaybatchError):
+        return unread(source, data)  # no bytes, no content hash
     sha, size = sha256_bytes(data), len(data)
     try:
         kind = detect_kind(data)
@@ -80,6 +100,7 @@ class Registrar:
     force: bool = False
     priority: Priority = Priority.NORMAL
     spend_run: str | None = None  # a capped run: the jobs it registers fall under its cap
+    max_pages: int | None = None  # MAX_PAGES_PER_FILE: a file with more fails its job here
 
     def register_all(
         self,
@@ -126,10 +147,10 @@ class Registrar:
     def _recorded(self, inspection: Inspection, job: JobRecord, created: bool) -> Registration:
         """What the inspection found, on a job that is still pending (a new one holds it already)."""
         source = inspection.source
-        if job.status is not JobStatus.PENDING or (created and inspection.problem is None):
+        problem = inspection.problem or self._too_long(inspection)
+        if job.status is not JobStatus.PENDING or (created and problem is None):
             return Registration(source, job, created)
-        if inspection.problem is not None:
-            problem = inspection.problem
+        if problem is not None:
             self.state.fail_job(job.id, "register", error_class(problem), str(problem))
             log.warning("job %d (%s) failed: %s", job.id, source.name, problem)
         else:
@@ -142,11 +163,23 @@ class Registrar:
             )
         return Registration(source, self.state.get_job(job.id), created)
 
+    def _too_long(self, inspection: Inspection) -> InvalidSource | None:
+        """A file over MAX_PAGES_PER_FILE: it would cost one request per 8 pages."""
+        pages = inspection.pages or 0
+        if self.max_pages is None or pages <= self.max_pages:
+            return None
+        detail = f"{pages} pages, over MAX_PAGES_PER_FILE ({self.max_pages}); raise it to process this file"
+        return InvalidSource(detail, reason=SourceProblem.OVERSIZED)
+
 
 def crashed(source: SourceFile, reason: str) -> Inspection:
     """The inspection of a file whose reader died (a crash of the PDF library, a killed worker)."""
+    return unread(source, InvalidSource(f"reading the file crashed its worker: {reason}"))
+
+
+def unread(source: SourceFile, problem: RaybatchError) -> Inspection:
+    """The inspection of a file that could not be read: keyed by its URI, so a rerun finds the job."""
     digest = sha256_bytes(f"unreadable:{source.uri}".encode())
-    problem = InvalidSource(f"reading the file crashed its worker: {reason}")
     return Inspection(source, digest, source.size, SourceKind.PDF, problem=problem)
 
 
@@ -175,6 +208,9 @@ class SourceIntake:
         failure: Callable[[BaseException], str | None],
         on_listed: Callable[[], None] = lambda: None,
         review: Callable[[list[JobRecord]], list[JobRecord]] = lambda jobs: jobs,
+        timeout: float | None = None,
+        cancel: Callable[[Any], None] = lambda ref: None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._files = files
         self._inspector = inspector
@@ -183,7 +219,9 @@ class SourceIntake:
         self._ready, self._get, self._failure = ready, get, failure
         self._on_listed: Callable[[], None] | None = on_listed
         self._review = review  # the registered jobs as the driver gets them (some go again)
-        self._pending: deque[tuple[list[SourceFile], Any]] = deque()
+        self._timeout = timeout  # REGISTER_TIMEOUT: seconds a task may read, from its start
+        self._cancel, self._monotonic = cancel, monotonic
+        self._pending: deque[tuple[list[SourceFile], Any, float]] = deque()  # group, task, started
         self._next: SourceFile | None = None  # listed, not yet in a group
         self._listed = False
         self.files = 0
@@ -203,9 +241,13 @@ class SourceIntake:
     def take(self) -> list[JobRecord]:
         """The jobs of the files whose inspection came back, in listing order; more files started."""
         inspections: list[Inspection] = []
-        while self._pending and self._ready(self._pending[0][1]):
-            group, ref = self._pending.popleft()
-            inspections += self._inspections(group, ref)
+        while self._pending:
+            group, ref, started = self._pending[0]
+            ready = self._ready(ref)
+            if not ready and (self._timeout is None or self._monotonic() - started <= self._timeout):
+                break
+            self._pending.popleft()
+            inspections += self._inspections(group, ref) if ready else self._timed_out(group, ref)
         jobs = [r.job for r in self._registrar.register_many(inspections)] if inspections else []
         if jobs:
             jobs = self._review(jobs)
@@ -225,11 +267,28 @@ class SourceIntake:
                 raise
             if len(group) > 1:  # one of them crashed the task: each is read again, alone, in order
                 log.info("a registration task of %d files crashed (%s); each goes alone", len(group), reason)
-                alone = [([source], self._inspector.inspect([source])) for source in group]
-                self._pending.extendleft(reversed(alone))
+                self._alone(group)
                 return []
             log.warning("reading %s crashed its worker: %s", group[0].name, reason)
             return [crashed(group[0], reason)]
+
+    def _timed_out(self, group: list[SourceFile], ref: Any) -> list[Inspection]:
+        """A task reading past REGISTER_TIMEOUT (a hung open): canceled; each of its files is read
+        again alone, and a file alone that hangs fails its job; the intake goes on."""
+        self._cancel(ref)
+        limit = f"REGISTER_TIMEOUT ({self._timeout:g} s)"
+        if len(group) > 1:
+            log.info("a registration task of %d files ran past %s; each goes alone", len(group), limit)
+            self._alone(group)
+            return []
+        log.warning("reading %s ran past %s; it fails", group[0].name, limit)
+        return [unread(group[0], TimeLimitExceeded(f"reading the file at registration ran past {limit}"))]
+
+    def _alone(self, group: list[SourceFile]) -> None:
+        """Each file of ``group`` read again by a task of its own, first, in order."""
+        now = self._monotonic()
+        alone = [([source], self._inspector.inspect([source]), now) for source in group]
+        self._pending.extendleft(reversed(alone))
 
     def _fill(self) -> None:
         if self._listed:
@@ -241,7 +300,7 @@ class SourceIntake:
                 self._listed = True
                 return
             self.files += len(group)
-            self._pending.append((group, self._inspector.inspect(group)))
+            self._pending.append((group, self._inspector.inspect(group), self._monotonic()))
 
     def _group(self) -> list[SourceFile]:
         """The next files in listing order, up to GROUP_FILES and GROUP_BYTES (at least one)."""

@@ -156,6 +156,12 @@ class PrepareSettings(_Section):
     prepare_timeout: float = Field(
         1800.0, gt=0, description="seconds a prepare task may run (from launch) before it is canceled"
     )
+    max_pages_per_file: int = Field(
+        10_000, ge=1, description="a file with more pages fails its job at registration, before any request"
+    )
+    register_timeout: float = Field(
+        300.0, gt=0, description="seconds reading one file at registration may take before the file fails"
+    )
 
 
 class OcrSettings(_Section):
@@ -248,6 +254,11 @@ class WriterSettings(_Section):
     max_concurrent_mb: int = Field(1024, ge=1, description="source MiB (2²⁰ bytes) the writers hold at once")
     result_resource: str = Field("result_mb", description="the custom Ray resource the writers hold")
     write_timeout: float = Field(1800.0, gt=0, description="seconds one job's write may run, then stopped")
+    drain_seconds: float = Field(
+        30.0,
+        ge=0,
+        description="on SIGTERM or Ctrl-C, seconds the writes under way may take before they go back",
+    )
 
 
 class WorkloadSettings(_Section):

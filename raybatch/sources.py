@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlparse
 
-from raybatch.errors import ConfigError, InvalidSource, SourceProblem
+from raybatch.errors import ConfigError, InvalidSource, SourceProblem, StorageUnavailable
 from raybatch.ids import sha256_bytes
+from raybatch.outage import Patience
 from raybatch.settings import StoreSettings
 
 if TYPE_CHECKING:
@@ -135,7 +136,8 @@ def read_source(uri: str, settings: StoreSettings, *, sha256: str | None = None)
     if parsed.scheme == "file":
         data = _read_local(Path(unquote(parsed.path, errors="surrogateescape")))
     elif parsed.scheme == "s3":
-        data = _source_store(parsed.netloc, settings).read_source_object(unquote(parsed.path.lstrip("/")))
+        # Only the separator goes: a key of its own starting with "/" (s3://b//k) is read as itself.
+        data = _source_store(parsed.netloc, settings).read_source_object(unquote(parsed.path[1:]))
     else:
         raise ConfigError(f"unsupported source URI scheme {parsed.scheme!r}")
     if sha256 is not None and sha256_bytes(data) != sha256:
@@ -145,6 +147,13 @@ def read_source(uri: str, settings: StoreSettings, *, sha256: str | None = None)
             reason=SourceProblem.CHANGED,
         )
     return data
+
+
+def read_source_patiently(uri: str, settings: StoreSettings, *, sha256: str | None = None) -> bytes:
+    """``read_source``, waiting out an outage of the object store for STORE_OUTAGE_BUDGET seconds
+    (every read of a source: registration, preparation, writing)."""
+    patience = Patience("object store", StorageUnavailable, settings.store_outage_budget)
+    return patience.call(lambda: read_source(uri, settings, sha256=sha256))
 
 
 def _read_local(path: Path) -> bytes:

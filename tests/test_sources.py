@@ -175,3 +175,17 @@ def test_any_file_name_is_listed_as_safe_text_and_read_back(tmp_path: Path) -> N
 def test_safe_name_leaves_ordinary_names_alone() -> None:
     assert safe_name("счёт #1 (copy).PDF") == "счёт #1 (copy).PDF"
     assert safe_name(os.fsdecode(b"a\xff.pdf")) == "a\\xff.pdf"
+
+
+def test_an_s3_key_starting_with_a_slash_is_read_as_itself(s3_server) -> None:
+    import io
+
+    bucket = s3_server.new_bucket()
+    client = s3_server.client()
+    client.put_object(bucket, "/x.pdf", io.BytesIO(b"%PDF-lead"), 9)
+    client.put_object(bucket, "x.pdf", io.BytesIO(b"%PDF-plain"), 10)
+    settings = s3_server.store_settings(bucket)
+    by_uri = {f.uri: f for f in list_sources(f"s3://{bucket}/", settings).files}
+    assert sorted(by_uri) == [f"s3://{bucket}//x.pdf", f"s3://{bucket}/x.pdf"]
+    assert read_source(f"s3://{bucket}//x.pdf", settings) == b"%PDF-lead"
+    assert read_source(f"s3://{bucket}/x.pdf", settings) == b"%PDF-plain"

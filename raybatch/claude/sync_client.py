@@ -53,7 +53,8 @@ class SyncOutcome:
 
 
 class AnthropicMessageClient(SdkClientHolder):
-    """Prepared requests through ``messages.create``, at most ``sync_concurrency`` at a time."""
+    """Prepared requests through ``messages.create``, at most ``sync_concurrency`` at a time across
+    every ``send`` of this client."""
 
     def __init__(
         self,
@@ -68,6 +69,8 @@ class AnthropicMessageClient(SdkClientHolder):
         # The SDK's own retries are off: ours honour retry-after through an injectable sleep.
         super().__init__(settings, client, max_retries=0, timeout=timeout)
         self._concurrency = settings.sync_concurrency
+        # One bound for the client, however many ``send`` run at once (one per urgent offer).
+        self._slots = threading.BoundedSemaphore(settings.sync_concurrency)
         self._attempts = attempts
         self._backoff = backoff
         self._sleep = sleep
@@ -117,8 +120,12 @@ class AnthropicMessageClient(SdkClientHolder):
         return succeeded_result(request.custom_id, message)
 
     def _send_unless_stopped(self, request: PreparedRequest, stop: threading.Event) -> RequestResult | None:
-        if stop.is_set():
-            return None
+        with self._slots:
+            if stop.is_set():
+                return None
+            return self._send_or_stop(request, stop)
+
+    def _send_or_stop(self, request: PreparedRequest, stop: threading.Event) -> RequestResult | None:
         try:
             return self.send_one(request)
         except SpendLimitReached:

@@ -29,7 +29,7 @@ from raybatch.ids import unmarked_custom_id
 from raybatch.metrics import Metrics
 from raybatch.models import BatchStatus, ResultType
 from raybatch.retry import Backoff, retrying
-from raybatch.state.port import BatchRecord, BatchStates, Flags, JobStates
+from raybatch.state.port import BatchRecord, BatchStates, ChunkStates, Flags, JobStates
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ RESULT_READS = 5  # tries to read one batch's results when the stream is cut
 RESULT_BACKOFF = Backoff(initial=2.0, factor=2.0, cap=30.0)
 
 
-class BatchPollerState(BatchStates, JobStates, Flags, Protocol):
+class BatchPollerState(BatchStates, ChunkStates, JobStates, Flags, Protocol):
     """The slices of the state store that polling batches uses."""
 
 
@@ -64,6 +64,7 @@ class BatchPolls:
         self._io = io
         self._settle_jobs = settle
         self._metrics = metrics
+        self._done: dict[str, float] = {}  # each batch in flight: the share of its requests done
 
     async def poll(self) -> bool:
         """Look at every batch in flight; file the results of those that ended. True when work moved."""
@@ -107,14 +108,21 @@ class BatchPolls:
         if state is None:
             return False
         jobs = await self._io(self._state.batch_jobs, record.id)
-        await self._io(self._state.set_progress, {job: round(100 * state.done_fraction, 1) for job in jobs})
+        self._done[record.anthropic_id] = state.done_fraction
+        await self._io(self._write_progress, jobs)
         if state.status is not BatchStatus.ENDED:
             await self._io(self._state.update_batch, state.id, state.status, dict(state.counts), _raw(state))
             if state.status is BatchStatus.IN_PROGRESS:
                 await self._cancel_if_unwanted(record, jobs, age)
             return False
+        del self._done[record.anthropic_id]  # its chunks are filed now: counted as answered then
         await self._collect(record, state, past_deadline=age >= self._deadline)
         return True
+
+    def _write_progress(self, job_ids: Sequence[int]) -> None:
+        """Each job's progress over all its chunks: a job spread over several batches counts each."""
+        progress = self._state.chunk_progress(job_ids)
+        self._state.set_progress({job: counts.percent(self._done) for job, counts in progress.items()})
 
     async def _cancel_if_unwanted(self, record: BatchRecord, job_ids: Sequence[int], age: float) -> None:
         """Cancel at the API a batch no live job needs any more, or one past POLL_DEADLINE."""

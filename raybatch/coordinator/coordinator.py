@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.poller import poll_backoff
 from raybatch.claude.sync_client import AnthropicMessageClient
-from raybatch.coordinator.batch_create import BatchCreator
+from raybatch.coordinator.batch_create import BatchCreator, Io
 from raybatch.coordinator.batch_poll import BatchPolls
 from raybatch.coordinator.filer import ResultFiler
 from raybatch.coordinator.offers import Offer, Offers
@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 __all__ = ["SYNC_BATCH", "BatchCoordinator", "CoordinatorSnapshot", "Offer"]
+
+CALLS_WAITING = 64  # synchronous sends waiting at once (each urgent offer is one); more queue
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,10 @@ class BatchCoordinator:
         batches = batches or AnthropicBatchClient(claude)
         metrics = metrics or Metrics()
         self._pool = ThreadPoolExecutor(max_workers=4 + claude.sync_concurrency, thread_name_prefix="coord")
+        # Synchronous calls wait on their own threads (the client bounds the calls themselves), and
+        # the beat has a thread of its own: neither a burst of calls nor a long pass starves the lease.
+        self._calls_pool = ThreadPoolExecutor(max_workers=CALLS_WAITING, thread_name_prefix="coord-calls")
+        self._beat_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="coord-beat")
         filer = ResultFiler(
             state, max_attempts=claude.max_attempts, metrics=metrics, prices=model_prices(claude)
         )
@@ -114,6 +120,7 @@ class BatchCoordinator:
             on_permanent=self._offers.fail_jobs,
             on_parked=self._offers.park,
             tag=sync_tag(self.id),
+            call_io=self._on(self._calls_pool),
         )
         self._polls = BatchPolls(
             state,
@@ -149,8 +156,10 @@ class BatchCoordinator:
             sync=self._sync,
             settle=self._offers.settle,
             monotonic=monotonic,
+            beat_io=self._on(self._beat_pool),
         )
         self._loop_task: asyncio.Task[None] | None = None
+        self._beat_task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()  # an offer or a flush made a batch due: the next pass is now
         self._sync_passes: set[asyncio.Task[None]] = set()
         self._last_call = monotonic()
@@ -205,13 +214,15 @@ class BatchCoordinator:
 
     async def stop(self) -> None:
         """End the loop and wait for synchronous calls under way."""
-        if self._loop_task is not None:
-            self._loop_task.cancel()
-            await asyncio.gather(self._loop_task, return_exceptions=True)
+        for task in (self._loop_task, self._beat_task):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         await asyncio.gather(*self._sync_passes, return_exceptions=True)
         await asyncio.gather(*self._sync.tasks, return_exceptions=True)
         await guarded("retiring", self._io(self._state.retire, self.id))
-        self._pool.shutdown(wait=False)
+        for pool in (self._pool, self._calls_pool, self._beat_pool):
+            pool.shutdown(wait=False)
 
     def _called(self) -> None:
         self._last_call = self._monotonic()
@@ -231,6 +242,14 @@ class BatchCoordinator:
             return
         if self._loop_task is None or self._loop_task.done():
             self._loop_task = asyncio.get_running_loop().create_task(self._run(), name="coordinator-loop")
+        if self._beat_task is None or self._beat_task.done():
+            self._beat_task = asyncio.get_running_loop().create_task(self._beats(), name="coordinator-beat")
+
+    async def _beats(self) -> None:
+        """Beat on time however long a pass takes (a backlog's filing, a slow database call)."""
+        while True:
+            await self._recovery.beat()
+            await asyncio.sleep(self._claude.coordinator_lease_seconds / 6)
 
     async def _run(self) -> None:
         while True:
@@ -295,6 +314,15 @@ class BatchCoordinator:
         """Run a blocking call on the actor's own pool."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
+
+    @staticmethod
+    def _on(pool: ThreadPoolExecutor) -> Io:
+        """An ``_io`` running on ``pool``."""
+
+        async def io(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+            return await asyncio.get_running_loop().run_in_executor(pool, lambda: fn(*args, **kwargs))
+
+        return io
 
 
 async def _identity(value: Any) -> Any:

@@ -42,8 +42,10 @@ class Recovery:
         sync: SyncCalls,
         settle: Callable[[set[int]], Awaitable[None]],
         monotonic: Callable[[], float],
+        beat_io: Io | None = None,
     ) -> None:
         self._id = coordinator_id
+        self._beat_io = beat_io or io  # a thread of the beat's own: never queued behind calls
         self._claude = claude
         self._state = state
         self._io = io
@@ -58,7 +60,7 @@ class Recovery:
 
     async def recover(self) -> None:
         """Beat when due; a coordinator that has just become the lead sweeps first."""
-        await self._beat()
+        await self.beat()
         if self.lead and not self.recovered:
             await self.sweep()
             self.recovered = True
@@ -68,13 +70,13 @@ class Recovery:
         if self.lead and self._monotonic() >= self._next_sweep:
             await self.sweep()
 
-    async def _beat(self) -> None:
+    async def beat(self) -> None:
         """Say this coordinator is alive and learn whether it leads (a few times a lease)."""
         if self._monotonic() < self._next_beat:
             return
         lease = self._claude.coordinator_lease_seconds
         try:
-            lead = await self._io(self._state.beat, self._id, lease)
+            lead = await self._beat_io(self._state.beat, self._id, lease)
         except Exception as exc:  # the database away: keep the last answer, try again soon
             log.warning("coordinator heartbeat failed, will try again: %s", exc)
             self._next_beat = self._monotonic() + 1.0

@@ -13,20 +13,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from raybatch.claude.records import PreparedRequest, RequestResult
 from raybatch.claude.sync_client import AnthropicMessageClient
 from raybatch.coordinator.batch_create import Io
 from raybatch.coordinator.filer import ResultFiler
 from raybatch.errors import PermanentError
-from raybatch.models import SYNC_BATCH_ID
-from raybatch.state.port import ChunkStates
+from raybatch.models import SYNC_BATCH_ID, ResultType
+from raybatch.state.port import ChunkStates, JobStates
 
 log = logging.getLogger(__name__)
 
 SYNC_BATCH = SYNC_BATCH_ID  # the batch id chunks carry while a synchronous call is under way
+
+
+class SyncCallState(ChunkStates, JobStates, Protocol):
+    """The slices of the state store that synchronous calls use."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class SyncCalls:
 
     def __init__(
         self,
-        state: ChunkStates,
+        state: SyncCallState,
         messages: AnthropicMessageClient,
         filer: ResultFiler,
         *,
@@ -52,12 +58,14 @@ class SyncCalls:
         on_permanent: Callable[[set[int], PermanentError], Awaitable[None]],
         on_parked: Callable[[str], None],
         tag: str = SYNC_BATCH,
+        call_io: Io | None = None,
     ) -> None:
         self.tag = tag  # this coordinator's batch id for its calls' chunks
         self._state = state
         self._messages = messages
         self._filer = filer
         self._io = io
+        self._call_io = call_io or io  # where a call waits for its answers: not the database's threads
         self._settle = settle
         self._on_permanent = on_permanent
         self._on_parked = on_parked
@@ -95,7 +103,9 @@ class SyncCalls:
         jobs = {r.job_id for r in requests}
         saved: set[str] = set()  # answers filed as they arrived
         try:
-            outcome = await self._io(self._messages.send, requests, on_result=self._saver(saved))
+            outcome = await self._call_io(
+                self._messages.send, requests, on_result=self._on_result(requests, saved)
+            )
         except PermanentError as exc:  # bad credentials before any answer
             await self._release([cid for cid in ids if cid not in saved])
             await self._on_permanent(jobs, exc)
@@ -118,6 +128,18 @@ class SyncCalls:
             job_of = {r.custom_id: r.job_id for r in requests}
             await self._on_permanent({job_of[cid] for cid in outcome.refused}, outcome.rejected)
 
+    def _on_result(
+        self, requests: Sequence[PreparedRequest], saved: set[str]
+    ) -> Callable[[RequestResult], None]:
+        """Each answer as it arrives: filed at once, then its job's progress written."""
+        save, progress = self._saver(saved), self._progress_of(requests)
+
+        def on_result(result: RequestResult) -> None:
+            save(result)
+            progress(result)
+
+        return on_result
+
     def _saver(self, saved: set[str]) -> Callable[[RequestResult], None]:
         """Files each answer as it arrives (on the call's thread): persisted before the call ends,
         whatever happens to this process or the database after. One that fails is filed later."""
@@ -131,6 +153,26 @@ class SyncCalls:
             saved.add(result.custom_id)
 
         return save
+
+    def _progress_of(self, requests: Sequence[PreparedRequest]) -> Callable[[RequestResult], None]:
+        """Writes the jobs' progress as their answers come back, before they are filed (on the
+        call's own thread; a failure to write it costs nothing but the progress shown)."""
+        job_of = {r.custom_id: r.job_id for r in requests}
+        answered: Counter[int] = Counter()
+
+        def on_result(result: RequestResult) -> None:
+            job = job_of.get(result.custom_id)
+            if job is None or result.type is not ResultType.SUCCEEDED:
+                return
+            answered[job] += 1
+            try:
+                counts = self._state.chunk_progress([job]).get(job)
+                if counts is not None:
+                    self._state.set_progress({job: counts.percent({}, answered[job])})
+            except Exception as exc:
+                log.debug("progress of job %d not written: %s", job, exc)
+
+        return on_result
 
     async def _release(self, custom_ids: Sequence[str]) -> None:
         try:

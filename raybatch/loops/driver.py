@@ -129,6 +129,7 @@ class Driver:
         tick_seconds: float = 0.5,
         claim_window: int | Callable[[], int] = 64,
         writer_grow_seconds: float = 2.0,
+        drain_seconds: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -137,6 +138,7 @@ class Driver:
         self._lease_seconds = lease_seconds
         self._tick_seconds = tick_seconds
         self._grow_seconds = writer_grow_seconds
+        self._drain_seconds = drain_seconds  # DRAIN_SECONDS: how long a stop waits for writes under way
         # A callable window follows the prepare cap as the cluster grows or shrinks.
         self._window = claim_window if callable(claim_window) else (lambda: claim_window)
         self._sleep = sleep
@@ -215,9 +217,20 @@ class Driver:
     def _live(self) -> int:
         return sum(n for status, n in self._counts.items() if not status.terminal)
 
-    def run(self, on_progress: Callable[[Progress], None] | None = None) -> list[JobRecord]:
-        """Drive until every job of the run ended; returns the jobs as they ended."""
+    def run(
+        self,
+        on_progress: Callable[[Progress], None] | None = None,
+        *,
+        stop: Callable[[], bool] = lambda: False,
+    ) -> list[JobRecord]:
+        """Drive until every job of the run ended, or until ``stop()`` (then drain); returns the
+        jobs as they are."""
         while True:
+            if stop():
+                self._drain()
+                if on_progress is not None:
+                    on_progress(self._progress())
+                return self._state.get_jobs(self._seen)
             self._step()
             if self._live == 0 and (self._parts.intake is None or self._parts.intake.finished):
                 self._documents += sum(r.documents for r in self._parts.writers.drain())
@@ -232,6 +245,25 @@ class Driver:
                 on_progress(self._progress())
             self._watch()
             self._wait()
+
+    def _drain(self) -> None:
+        """Asked to stop (SIGTERM, Ctrl-C): take no more work; the writes under way may end within
+        DRAIN_SECONDS; hand back the rest at once: jobs being prepared to pending, writes past the
+        bound to answered (no try counted), offered jobs released to any other driver."""
+        log.warning(
+            "stopping: writes under way may take %.0f s; the rest is handed back", self._drain_seconds
+        )
+        preparing = self._parts.scheduler.hand_back()
+        self._documents += sum(r.documents for r in self._parts.writers.drain(self._drain_seconds))
+        writing = self._parts.writers.hand_back()
+        offered = list(self._offered)
+        if offered:
+            self._send(self._coordinator.forget, offered)  # its payloads go with this driver
+            try:
+                self._state.hold_jobs(self._parts.scheduler.worker_id, offered, JobStatus.PREPARED, 0.0)
+            except RaybatchError as exc:  # the database is away: the holds run out by themselves
+                log.warning("could not release the offered jobs: %s", exc)
+        log.warning("stopped: %d jobs back to pending, %d to answered", len(preparing), len(writing))
 
     def _wait(self) -> None:
         """Until something in flight is done, or the tick passed."""

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import ray
 from ray.exceptions import RayError, RayTaskError
 
-from raybatch.errors import RaybatchError, TimeLimitExceeded, TransientError, error_class
+from raybatch.errors import LeaseLost, RaybatchError, TimeLimitExceeded, TransientError, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease, Priority, ProcessingMode
 from raybatch.reuse import outstanding_of
@@ -107,7 +107,7 @@ class PrepareScheduler:
         self._save_jobs, self._save_seconds = save_jobs, save_seconds  # SAVE_JOBS, SAVE_SECONDS in a run
         self._wait, self._get = wait, get
         self._timeout = timeout  # PREPARE_TIMEOUT: seconds a task may take from its launch
-        self._cancel = cancel or _cancel_task
+        self._cancel = cancel or cancel_task
         self._monotonic = monotonic
         self._tasks = tasks
         self._worker_id = worker_id
@@ -216,7 +216,7 @@ class PrepareScheduler:
         if lease.attempt <= self._max_attempts:
             return True
         reason = f"prepare tried {lease.attempt - 1} times (workers killed or lost, e.g. out of memory)"
-        self._state.fail_job(job.id, "prepare", "AttemptsExhausted", reason, lease=lease)
+        self._fail_held(job.id, lease, "AttemptsExhausted", reason)
         return False
 
     def _start(self, job: JobRecord, lease: Lease, plans: list[ChunkPlan]) -> None:
@@ -353,9 +353,18 @@ class PrepareScheduler:
             self._state.transition(job_id, [JobStatus.PREPARING], back, lease=prep.lease, **again)
             self._drop(job_id)
             return
-        self._state.fail_job(job_id, "prepare", name, message, lease=prep.lease)
-        log.warning("job %d (%s) failed while preparing: %s", job_id, prep.job.source_name, message)
+        if self._fail_held(job_id, prep.lease, name, message):
+            log.warning("job %d (%s) failed while preparing: %s", job_id, prep.job.source_name, message)
         self._drop(job_id)
+
+    def _fail_held(self, job_id: int, lease: Lease, name: str, reason: str) -> bool:
+        """Fail a job while this scheduler's lease on it holds; False when it was canceled or taken
+        over meanwhile (the cancel or the new holder decides: this run goes on with its other jobs)."""
+        try:
+            return self._state.fail_job(job_id, "prepare", name, reason, lease=lease)
+        except LeaseLost:
+            log.info("job %d: no longer held (canceled or taken over); not failed", job_id)
+            return False
 
     def _expire(self) -> None:
         """Tasks running past PREPARE_TIMEOUT (a hung render or OCR) are canceled; their job goes
@@ -373,7 +382,7 @@ class PrepareScheduler:
             if prep.lease.attempt >= self._max_attempts:
                 reason = f"preparing ran past {limit} on each of {prep.lease.attempt} tries"
                 log.warning("job %d (%s) failed: %s", job_id, prep.job.source_name, reason)
-                self._state.fail_job(job_id, "prepare", TimeLimitExceeded.__name__, reason, lease=prep.lease)
+                self._fail_held(job_id, prep.lease, TimeLimitExceeded.__name__, reason)
             else:
                 log.warning("job %d: preparing ran past %s; canceled, it goes back to pending", job_id, limit)
                 self._state.transition(job_id, [JobStatus.PREPARING], JobStatus.PENDING, lease=prep.lease)
@@ -405,13 +414,33 @@ class PrepareScheduler:
             else:
                 self._cancel(ref)
 
+    def hand_back(self) -> list[int]:
+        """Stop preparing every job held (a drain): its tasks are canceled and it goes back to
+        pending at once, the try not counted; the jobs handed back."""
+        handed = list(self._jobs)
+        for job_id in handed:
+            lease = self._jobs[job_id].lease
+            self._stop_tasks(job_id)
+            try:
+                self._state.transition(
+                    job_id,
+                    [JobStatus.PREPARING],
+                    JobStatus.PENDING,
+                    lease=lease,
+                    attempts=max(0, lease.attempt - 1),
+                )
+            except RaybatchError as exc:  # the database is away: the lease runs out and frees it
+                log.warning("job %d: could not hand it back: %s", job_id, exc)
+            self._drop(job_id)
+        return handed
+
     def forget(self, job_ids: Sequence[int]) -> None:
         """Stop preparing these jobs (canceled elsewhere)."""
         for job_id in job_ids:
             self._drop(job_id)
 
 
-def _cancel_task(ref: Any) -> None:
+def cancel_task(ref: Any) -> None:
     """Stop a Ray task however far it got (a task stuck in native code ignores a polite cancel);
     a stand-in ref is left alone."""
     if not isinstance(ref, ray.ObjectRef):

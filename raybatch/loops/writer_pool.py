@@ -9,6 +9,7 @@ wait for room for its writers while the first run's writers go on).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -18,7 +19,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayError
 
-from raybatch.errors import RaybatchError, TimeLimitExceeded, error_class
+from raybatch.errors import LeaseLost, RaybatchError, TimeLimitExceeded, error_class
 from raybatch.metrics import Metrics
 from raybatch.models import JobRecord, JobStatus, Lease, Priority
 from raybatch.state.port import JobStates
@@ -208,6 +209,17 @@ class WriterPool:
             self._wait(list(self._running), num_returns=len(self._running), timeout=timeout)
         return self.collect()
 
+    def hand_back(self) -> list[int]:
+        """Give back every write still running (a drain past its bound): each job goes back to
+        answered at once, the try not counted, and its writer, fenced by the lease it lost, stops
+        at its next object; the jobs handed back."""
+        handed = []
+        for ref, running in list(self._running.items()):
+            del self._running[ref]
+            self._release(running.lease, attempts=max(0, running.lease.attempt - 1))
+            handed.append(running.lease.job_id)
+        return handed
+
     def _claim(self, job_ids: list[int]) -> dict[int, Lease]:
         """Claim these jobs for writing, in one statement; the leases of those won."""
         leases = self._state.claim_jobs(
@@ -224,7 +236,8 @@ class WriterPool:
         """Hand a claimed job to an idle writer; a job past its tries fails instead."""
         if lease.attempt > self._max_attempts:
             reason = f"writing failed {lease.attempt - 1} times"
-            self._state.fail_job(lease.job_id, "write", "AttemptsExhausted", reason, lease=lease)
+            with contextlib.suppress(LeaseLost):  # canceled since the claim: the cancel stands
+                self._state.fail_job(lease.job_id, "write", "AttemptsExhausted", reason, lease=lease)
             return False
         writer = self._idle.pop(self._idle.index(self._placed()[0]))
         self._running[writer.write.remote(lease)] = _Running(writer, lease, size_mb, self._monotonic())
@@ -305,8 +318,10 @@ class WriterPool:
         error = f"{TimeLimitExceeded.__name__}: {reason}"
         return WriteReport(lease.job_id, status, running.size_mb, now, now, 0, 0.0, error)
 
-    def _release(self, lease: Lease) -> None:
+    def _release(self, lease: Lease, **fields: int) -> None:
         try:
-            self._state.transition(lease.job_id, [JobStatus.WRITING], JobStatus.ANSWERED, lease=lease)
+            self._state.transition(
+                lease.job_id, [JobStatus.WRITING], JobStatus.ANSWERED, lease=lease, **fields
+            )
         except RaybatchError as exc:
             log.warning("job %d: could not release it after a writer died: %s", lease.job_id, exc)

@@ -17,12 +17,18 @@ from raybatch.units import MIB
 CHUNK_BYTES = MIB
 
 
-def stage(path: Path, chunks: Iterable[bytes]) -> Path:
-    """Write ``chunks`` to a fresh hidden temp file beside ``path``, fsynced; return the temp path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def stage(path: Path, chunks: Iterable[bytes], *, private: bool = False) -> Path:
+    """Write ``chunks`` to a fresh hidden temp file beside ``path``, fsynced; return the temp path.
+
+    ``private``: the file is the owner's alone (0o600), and so is each folder made for it (0o700);
+    otherwise both follow the caller's umask (a file the user asked for, where they asked)."""
+    if private:
+        make_private_folders(path.parent)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
     # os.open with 0o666 keeps the caller's umask, unlike mkstemp's private 0o600.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             for chunk in chunks:
@@ -33,6 +39,17 @@ def stage(path: Path, chunks: Iterable[bytes]) -> Path:
         discard(tmp)
         raise
     return tmp
+
+
+def make_private_folders(folder: Path) -> None:
+    """``folder`` and each missing folder above it, made readable by their owner only (0o700)."""
+    missing = []
+    while not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for made in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another writer
+            made.mkdir(mode=0o700)
 
 
 def commit(tmp: Path, path: Path) -> None:

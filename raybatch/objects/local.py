@@ -171,9 +171,9 @@ class LocalObjectStore:
             ensure_ascii=True,
         ).encode()
         with _translated(f"write {key}"):
-            data_tmp = files.stage(path, chunks)
+            data_tmp = files.stage(path, chunks, private=True)  # outputs are the owner's alone
             try:
-                meta_tmp = files.stage(_sidecar_path(path), [sidecar])
+                meta_tmp = files.stage(_sidecar_path(path), [sidecar], private=True)
             except BaseException:
                 files.discard(data_tmp)
                 raise

@@ -8,7 +8,8 @@ logic is tested without Ray and the shells stay readable in the dashboard.
 
 from __future__ import annotations
 
-import hashlib
+import functools
+import json
 import logging
 import os
 from typing import Any
@@ -16,9 +17,17 @@ from typing import Any
 import ray
 
 from raybatch.coordinator.coordinator import BatchCoordinator
+from raybatch.coordinator.identity import code_version, coordinator_identity
 from raybatch.metrics import Metrics
 from raybatch.models import ProcessingMode
-from raybatch.settings import CoordinatorActorSettings, Settings, WriterSettings, secret_env_names
+from raybatch.settings import (
+    ClaudeSettings,
+    CoordinatorActorSettings,
+    Settings,
+    StateSettings,
+    WriterSettings,
+    secret_env_names,
+)
 from raybatch.state import open_state
 
 log = logging.getLogger(__name__)
@@ -34,14 +43,20 @@ def connect(settings: Settings, *, dashboard: bool = True) -> bool:
     if ray.is_initialized():
         return False
     writers = settings.section(WriterSettings)
+    # Workers may inherit the environment of a process that holds secrets (a local Ray's: this one;
+    # a cluster's: the head's): blank them for this job's workers (each is sent what it needs as
+    # arguments). A name the submitted job's own runtime env sets is left to it.
+    hidden = {name: "" for name in secret_env_names(os.environ) if name not in _job_env_names()}
     address = settings.ray_address or os.environ.get("RAY_ADDRESS") or running_cluster()
     if address:
-        ray.init(address=address, namespace=settings.ray_namespace, log_to_driver=True)
+        ray.init(
+            address=address,
+            namespace=settings.ray_namespace,
+            log_to_driver=True,
+            runtime_env={"env_vars": hidden} if hidden else None,
+        )
         _warn_without_writer_nodes(address, writers.result_resource)
         return False
-    # A local Ray's workers inherit this process's environment: blank the secrets there (each
-    # worker is sent what it needs as arguments).
-    hidden = {name: "" for name in secret_env_names(os.environ)}
     ray.init(
         address="local",
         namespace=settings.ray_namespace,
@@ -80,6 +95,15 @@ def running_cluster() -> str | None:
     if address:
         log.info("Ray's record names %s, which no raylet here serves: starting a local Ray", address)
     return None
+
+
+def _job_env_names() -> set[str]:
+    """The variables a submitted job's runtime env sets (``ray job submit --runtime-env-json``)."""
+    try:
+        job = json.loads(os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}"))
+        return set((job.get("runtime_env") or {}).get("env_vars") or {})
+    except (ValueError, AttributeError):
+        return set()
 
 
 def limit_oom_retries(settings: Settings) -> None:
@@ -129,17 +153,22 @@ async def _await_ref(ref: Any) -> Any:
     return await ref
 
 
-def coordinator_name(settings: Settings) -> str:
-    """One coordinator per state database: the name carries a short hash of its URL."""
-    digest = hashlib.sha256(settings.database_url.get_secret_value().encode()).hexdigest()[:8]
-    return f"BatchCoordinator-{digest}"
+def coordinator_name(settings: Settings, database_id: str | None = None) -> str:
+    """One coordinator per state database, Claude settings and raybatch code (``identity``)."""
+    known = database_id or _database_id(settings.section(StateSettings))
+    return f"BatchCoordinator-{coordinator_identity(settings.section(ClaudeSettings), known, code_version())}"
 
 
-def get_coordinator(settings: Settings) -> Any:
-    """The named coordinator for this database, created (detached, from the coordinator's own
-    settings sections) if it is not running."""
+@functools.lru_cache(maxsize=8)
+def _database_id(state: StateSettings) -> str:
+    return open_state(state).database_id()
+
+
+def get_coordinator(settings: Settings, database_id: str | None = None) -> Any:
+    """The named coordinator for this database, settings and code, created (detached, from the
+    coordinator's own settings sections) if it is not running."""
     actor = ray.remote(CoordinatorActor).options(
-        name=coordinator_name(settings),
+        name=coordinator_name(settings, database_id),
         namespace=settings.ray_namespace,
         lifetime="detached",
         get_if_exists=True,
@@ -151,10 +180,10 @@ def get_coordinator(settings: Settings) -> Any:
     return actor.remote(settings.for_coordinator())
 
 
-def retire_coordinator(settings: Settings) -> None:
+def retire_coordinator(settings: Settings, database_id: str | None = None) -> None:
     """Stop this database's coordinator now (it was bound to a Claude endpoint that goes away)."""
     try:
-        handle = ray.get_actor(coordinator_name(settings), namespace=settings.ray_namespace)
+        handle = ray.get_actor(coordinator_name(settings, database_id), namespace=settings.ray_namespace)
         ray.get(handle.stop.remote(), timeout=30)
         ray.kill(handle, no_restart=True)
     except (ValueError, ray.exceptions.RayError) as exc:  # not running, or already gone

@@ -11,16 +11,15 @@ from typing import Any
 
 import ray
 
-from raybatch.errors import StorageUnavailable
+from raybatch.errors import RaybatchError
 from raybatch.models import CachedPage, JobRecord, Priority
 from raybatch.ocr import open_ocr
 from raybatch.ocr.cache import CarriedPageTexts, PageTextLookup
-from raybatch.outage import Patience
 from raybatch.prepared import PreparedRequests
-from raybatch.register import Inspection, inspect_source
+from raybatch.register import Inspection, inspect_source, read_for_inspection
 from raybatch.reuse import settings_config
 from raybatch.settings import OcrEngineName, PrepareTaskSettings, Settings, StoreSettings
-from raybatch.sources import SourceFile, read_source
+from raybatch.sources import SourceFile, read_source_patiently
 from raybatch.steps.chunk import ChunkPlan
 from raybatch.work.prepare import ChunkPreparer, memory_estimate
 from raybatch.work.prepared_chunk import ChunkSummary, PreparedChunk
@@ -38,39 +37,74 @@ def _preparer(settings: PrepareTaskSettings) -> ChunkPreparer:
 
 
 _WORKER_CACHE: dict[str, ChunkPreparer] = {}
-# Ray has no task priorities: urgent work reserves no CPU, so it starts beside a backlog's tasks
-# (which hold every CPU) instead of behind them. Its driver's caps bound how much of it runs.
-URGENT_CPUS = 0
+# Ray has no task priorities: a backlog's tasks leave a sliver of each CPU free (URGENT_RESERVE) and
+# urgent work asks for a sliver (URGENT_CPUS), so it starts beside them instead of behind them. It
+# asks for some CPU all the same: a task asking for none may be placed on the head node, whose
+# environment holds every secret (cluster.yaml gives the head 0 CPU). Its driver's caps bound it.
+URGENT_CPUS = 0.01
+URGENT_RESERVE = 0.02
+
+
+def normal_cpus(ocr_workers: int) -> float:
+    """The CPU a backlog's registration or prepare task asks for: its share, less the urgent sliver."""
+    return (1.0 - URGENT_RESERVE) / ocr_workers
+
+
+def keyless(store: StoreSettings) -> StoreSettings:
+    """The store's settings without its keys: for the tasks that parse sources."""
+    return store.model_copy(update={"minio_access_key": None, "minio_secret_key": None})
 
 
 @ray.remote(max_retries=0)
-def inspect_files(store: StoreSettings, max_page_pixels: int, sources: list[SourceFile]) -> list[Inspection]:
-    """Read, hash and open each file; no bytes come back. Not retried: a file that crashed its
-    reader would crash the next one too (the driver reads each file of a crashed task again,
-    alone). It gets the store's section only (no API key or database URL): what it finds is
-    recorded by the driver."""
-    return [inspect_source(source, store, max_page_pixels) for source in sources]
+def inspect_files(
+    store: StoreSettings,
+    max_page_pixels: int,
+    sources: list[SourceFile],
+    read: list[bytes | RaybatchError] | None,
+) -> list[Inspection]:
+    """Hash and open each file (read here if local, else given as ``read``); no bytes come back.
+    Not retried: a file that crashed its reader would crash the next one too (the driver reads each
+    file of a crashed task again, alone). It holds no secret: no API key, no database URL, no store
+    keys (S3 files are read by ``read_files``). What it finds is recorded by the driver."""
+    return [
+        inspect_source(source, store, max_page_pixels, None if read is None else read[n])
+        for n, source in enumerate(sources)
+    ]
+
+
+@ray.remote(max_retries=0)
+def read_files(store: StoreSettings, sources: list[SourceFile]) -> list[bytes | RaybatchError]:
+    """The bytes of S3 files to inspect (or why they cannot be read): read with the store's keys by
+    a task that parses nothing."""
+    return [read_for_inspection(source, store) for source in sources]
 
 
 class RayInspector:
-    """Starts one registration task per group of files."""
+    """Starts one registration task per group of files (and, for S3 files, a task reading them)."""
 
     def __init__(self, settings: Settings, *, urgent: bool = False) -> None:
-        self._store = ray.put(settings.section(StoreSettings))
+        store = settings.section(StoreSettings)
+        self._store = ray.put(store)
+        self._keyless = ray.put(keyless(store))
         self._max_page_pixels = settings.max_page_pixels
-        self._cpus = URGENT_CPUS if urgent else 1.0 / settings.ocr_workers
+        self._cpus = URGENT_CPUS if urgent else normal_cpus(settings.ocr_workers)
 
     def inspect(self, sources: Sequence[SourceFile]) -> Any:
         more = f" and {len(sources) - 1} more" if len(sources) > 1 else ""
-        task = inspect_files.options(name=f"register {sources[0].name[:80]}{more}", num_cpus=self._cpus)
-        return task.remote(self._store, self._max_page_pixels, list(sources))
+        name = f"{sources[0].name[:80]}{more}"
+        read: Any = None  # S3 files: a ref to their bytes, read by a task holding the store's keys
+        if any(not source.uri.startswith("file:") for source in sources):
+            read = read_files.options(name=f"read {name}", num_cpus=self._cpus).remote(
+                self._store, list(sources)
+            )
+        task = inspect_files.options(name=f"register {name}", num_cpus=self._cpus)
+        return task.remote(self._keyless, self._max_page_pixels, list(sources), read)
 
 
 def _read(store: StoreSettings, uri: str, sha256: str) -> bytes:
     """A source's bytes, checked against its sha256 (S3 sources need the store's keys); an
     outage of the store is waited out within its budget."""
-    patience = Patience("object store", StorageUnavailable, store.store_outage_budget)
-    return patience.call(lambda: read_source(uri, store, sha256=sha256))
+    return read_source_patiently(uri, store, sha256=sha256)
 
 
 @ray.remote(max_retries=2)
@@ -88,7 +122,8 @@ def prepare_chunk(
     known: tuple[CachedPage, ...],
 ) -> tuple[ChunkSummary, PreparedChunk]:
     """Render, read and package one chunk; ``known`` OCR reads are reused, new ones come back.
-    Given the store's settings instead of the bytes (a job's only chunk), it reads the source."""
+    Given the store's settings instead of the bytes (a job's only chunk, a local file), it reads the
+    source; those settings never hold the store's keys (an S3 source is read by ``load_source``)."""
     if isinstance(data, StoreSettings):
         data = _read(data, job.source_uri, job.sha256)
     cache = CarriedPageTexts(known)
@@ -109,9 +144,11 @@ class RayPrepareTasks:
         # where sources are read. The OCR cache and requests prepared ahead (``kept``, by
         # ``estimate``) are read and written here, on the driver.
         self._settings = ray.put(settings.for_prepare_tasks())
-        self._store = ray.put(settings.section(StoreSettings))
+        store = settings.section(StoreSettings)
+        self._store = ray.put(store)  # for the loads: they read, and parse nothing
+        self._keyless = ray.put(keyless(store))
         self._cache = cache if settings.ocr_engine is not OcrEngineName.NONE else None
-        self._cpus = 1.0 / settings.ocr_workers
+        self._cpus = normal_cpus(settings.ocr_workers)
         self._config = settings_config(settings)
         self._kept = kept
 
@@ -131,8 +168,8 @@ class RayPrepareTasks:
         return task.remote(self._store, job.source_uri, job.sha256)
 
     def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
-        """A task preparing one chunk from the loaded ``source``, or, when it is None, reading
-        the source itself (one task for a job of one chunk, not two)."""
+        """A task preparing one chunk from the loaded ``source``, or, when it is None, reading a
+        local source itself (one task for a job of one chunk, not two; no keys to send it)."""
         options = {
             "name": f"prepare job_{job.id} chunk_{plan.n}",
             "memory": memory_estimate(job.size_bytes, len(plan.pages)),
@@ -140,7 +177,9 @@ class RayPrepareTasks:
             "num_returns": 2,
         }
         known = tuple(self._cache.cached_page_texts(job.sha256, plan.pages)) if self._cache else ()
-        data: Any = self._store if source is None else source
+        if source is None and not job.source_uri.startswith("file:"):
+            source = self.load(job)  # an S3 source needs the store's keys: read apart from the parsing
+        data: Any = self._keyless if source is None else source
         refs: Any = prepare_chunk.options(**options).remote(self._settings, job, plan, data, known)
         summary, payload = refs  # num_returns=2: one ref each
         return summary, payload

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 from typing import TypeVar
 
 from raybatch.errors import ConfigError
+from raybatch.objects.files import make_private_folders
 from raybatch.settings import StateSettings
 from raybatch.state.base import Clock, SqlBase, parse_url, utc_now
 from raybatch.state.port import BatchRecord, ErrorRecord, StateStore
@@ -55,7 +58,15 @@ def require_existing(settings: StateSettings) -> None:
 def _open(kind: type[StoreT], settings: StateSettings, now: Clock) -> StoreT:
     url = parse_url(settings.database_url.get_secret_value())
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
-        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        _make_private_file(Path(url.database).expanduser())
     store = kind.from_url(url, now=now)
     store.migrate()
     return store
+
+
+def _make_private_file(path: Path) -> None:
+    """A new SQLite file, and the folders made for it, readable by their owner only (SQLite gives
+    its journal files the database file's mode); an existing file is left as it is."""
+    make_private_folders(path.parent)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))

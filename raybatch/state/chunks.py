@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -23,7 +24,7 @@ from raybatch.models import (
     sent_mode_of,
 )
 from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by_all, held_values, in_groups, insert_on
-from raybatch.state.port import RequestTotals
+from raybatch.state.port import ChunkProgress, RequestTotals
 from raybatch.state.rows import CHUNK_COLUMNS, chunk_record, chunk_values
 from raybatch.state.schema import batches as batch_rows
 from raybatch.state.schema import chunks as chunk_rows
@@ -160,6 +161,29 @@ class ChunkQueries(SqlBase):
             for job_id, status, count in conn.execute(query):
                 counts.setdefault(job_id, dict.fromkeys(ChunkStatus, 0))[ChunkStatus(status)] = count
         return counts
+
+    def chunk_progress(self, job_ids: Iterable[int]) -> dict[int, ChunkProgress]:
+        """For each of these jobs with chunks: what its progress is made of, in one query."""
+        c = chunk_rows.c
+        query = sa.select(c.job_id, c.status, c.batch_id, sa.func.count()).group_by(
+            c.job_id, c.status, c.batch_id
+        )
+        total: Counter[int] = Counter()
+        succeeded: Counter[int] = Counter()
+        in_flight: dict[int, Counter[str]] = {}
+        with self._read() as conn:
+            rows = [
+                row
+                for group in in_groups(list(job_ids))
+                for row in conn.execute(query.where(c.job_id.in_(group)))
+            ]
+            for job_id, status, batch_id, count in rows:
+                total[job_id] += count
+                if status == ChunkStatus.SUCCEEDED.value:
+                    succeeded[job_id] += count
+                elif status == ChunkStatus.SUBMITTED.value and batch_id:
+                    in_flight.setdefault(job_id, Counter())[batch_id] += count
+        return {j: ChunkProgress(n, succeeded[j], dict(in_flight.get(j, {}))) for j, n in total.items()}
 
     def mark_chunks_submitted(self, custom_ids: Sequence[str], batch_id: str) -> int:
         """Chunks that are prepared or awaiting retry are now in ``batch_id``; how many moved."""

@@ -99,6 +99,24 @@ class JobTotals:
 
 
 @dataclass(frozen=True)
+class ChunkProgress:
+    """A job's chunks as its progress sees them: how many, how many answered, and how many of the
+    others each batch (or synchronous call) in flight holds, by its batch id."""
+
+    total: int
+    succeeded: int
+    in_flight: Mapping[str, int] = field(default_factory=dict)
+
+    def percent(self, batch_done: Mapping[str, float], answered: int = 0) -> float:
+        """Percent done: answered chunks whole, each chunk in flight by its batch's done share
+        (``batch_done``), and ``answered`` more (answers back but not yet filed)."""
+        if not self.total:
+            return 0.0
+        in_batches = sum(batch_done.get(batch, 0.0) * n for batch, n in self.in_flight.items())
+        return round(100 * min(1.0, (self.succeeded + answered + in_batches) / self.total), 1)
+
+
+@dataclass(frozen=True)
 class RequestTotals:
     """Chunks of some jobs: tokens by the mode they were sent with, and who answered them."""
 
@@ -310,6 +328,10 @@ class ChunkStates(Protocol):
 
     def chunk_counts(self, job_ids: Iterable[int] | None = None) -> dict[int, dict[ChunkStatus, int]]:
         """For each job with chunks: how many are in each status (zeros included)."""
+        ...
+
+    def chunk_progress(self, job_ids: Iterable[int]) -> dict[int, ChunkProgress]:
+        """For each of these jobs with chunks: what its progress is made of (see ChunkProgress)."""
         ...
 
     def mark_chunks_submitted(self, custom_ids: Sequence[str], batch_id: str) -> int:

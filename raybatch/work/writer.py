@@ -34,7 +34,7 @@ from raybatch.metrics import Metrics
 from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, JobStatus, Lease, field_values
 from raybatch.objects.port import ObjectStore
 from raybatch.settings import PrepareSettings, RequestSettings, StoreSettings
-from raybatch.sources import read_source
+from raybatch.sources import read_source_patiently
 from raybatch.state.port import Catalog, Flags, JobsWithChunks
 from raybatch.steps.group import GroupIdentity, assign_groups, group_identity
 from raybatch.steps.manifest import build_manifest
@@ -186,7 +186,7 @@ class ResultWriter:
         self, job: JobRecord, stitched: Sequence[StitchedDocument], rotations: Mapping[int, int], lease: Lease
     ) -> list[DocumentRecord]:
         """Slice, draw and upload every document; at most 1/2/4 built and not yet uploaded."""
-        data = read_source(job.source_uri, self._sources, sha256=job.sha256)  # the file prepared
+        data = read_source_patiently(job.source_uri, self._sources, sha256=job.sha256)  # the file prepared
         at_once = documents_at_once(len(data))
         slots = BoundedSemaphore(at_once)
         with (

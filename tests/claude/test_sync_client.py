@@ -151,3 +151,26 @@ def test_count_tokens_counts_what_the_answer_bills():
         result = client.send_one(request)
         assert server.app.calls["count_tokens"] == 1
     assert result.usage is not None and counted == result.usage.input_tokens > 0
+
+
+def test_the_bound_holds_however_many_sends_run_at_once():
+    """Twelve urgent offers make twelve ``send`` at once: still at most SYNC_CONCURRENCY calls."""
+    active, peak, lock = 0, 0, threading.Lock()
+
+    def slow_responder(params):
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        time.sleep(0.05)
+        with lock:
+            active -= 1
+        return echo_responder(params)
+
+    with sync_client(concurrency=4, responder=slow_responder) as (client, _, _):
+        sends = [threading.Thread(target=client.send, args=([request],)) for request in requests(12)]
+        for send in sends:
+            send.start()
+        for send in sends:
+            send.join()
+    assert peak == 4

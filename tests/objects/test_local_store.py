@@ -111,16 +111,6 @@ def test_files_placed_by_hand_are_listed_when_their_names_are_keys(tmp_path: Pat
     )
 
 
-def test_new_files_follow_the_umask(tmp_path: Path) -> None:
-    old = os.umask(0o027)
-    try:
-        LocalObjectStore(tmp_path).put("k", b"x")
-    finally:
-        os.umask(old)
-
-    assert (tmp_path / "k").stat().st_mode & 0o777 == 0o640
-
-
 def test_a_relative_root_is_fixed_at_construction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     store = LocalObjectStore("store")
@@ -131,3 +121,24 @@ def test_a_relative_root_is_fixed_at_construction(tmp_path: Path, monkeypatch: p
 
     assert (tmp_path / "store" / "k").read_bytes() == b"x"
     assert store == LocalObjectStore(tmp_path / "store")
+
+
+def test_objects_folders_and_the_sqlite_file_are_their_owners_alone(tmp_path: Path) -> None:
+    """Whatever the umask: the store's files 0o600, its folders 0o700, a new SQLite file 0o600."""
+    from raybatch.settings import StateSettings
+    from raybatch.state import open_state
+
+    old = os.umask(0o022)
+    try:
+        store = LocalObjectStore(tmp_path / "store")
+        store.put("db-1/jobs/1/documents/0.txt", b"page text", content_type="text/plain")
+        open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'home' / 'state.db'}"))
+    finally:
+        os.umask(old)
+    made = [p for p in (tmp_path / "store").rglob("*")] + [tmp_path / "store", tmp_path / "home"]
+    made += list((tmp_path / "home").iterdir())
+    assert len(made) > 6
+    loose = {
+        str(p.relative_to(tmp_path)): oct(p.stat().st_mode & 0o777) for p in made if p.stat().st_mode & 0o077
+    }
+    assert loose == {}

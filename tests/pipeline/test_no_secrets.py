@@ -28,6 +28,7 @@ from raybatch.ocr.tesseract import tesseract_available
 from raybatch.samples import write_samples
 from raybatch.settings import OcrEngineName, PrepareTaskSettings, StateSettings
 from raybatch.shells import tasks
+from raybatch.sources import SourceFile
 from raybatch.state import open_state
 from raybatch.steps.chunk import ChunkPlan
 from raybatch.work.prepared_chunk import ChunkSummary
@@ -157,11 +158,11 @@ def test_a_prepare_task_cannot_read_the_api_key(
     loaded = ray.get(source)
     assert API_KEY.encode() not in loaded and DB_PASSWORD.encode() not in loaded
     assert STORE_SECRET.encode() in loaded  # reading an S3 source needs the store's keys
-    # A job's only chunk: its task reads the source itself, with the store's keys and no more.
+    # A job's only chunk: its task reads a local source itself, and gets no key at all.
     monkeypatch.setattr(tasks, "prepare_chunk", _spy_prepare_whole)
     reading, _ = ray.get(list(prepare_tasks.prepare(job, ChunkPlan(0, 1, 1), None)))
-    assert API_KEY.encode() not in reading and DB_PASSWORD.encode() not in reading
-    assert STORE_SECRET.encode() in reading
+    for secret in (API_KEY, DB_PASSWORD, STORE_SECRET):
+        assert secret.encode() not in reading, secret
 
     monkeypatch.undo()  # the real tasks prepare the chunk with no more than that
     text_layers_only = settings.model_copy(update={"ocr_engine": OcrEngineName.NONE})
@@ -256,3 +257,30 @@ def test_the_ocr_cache_works_through_the_driver(ray_session: None, tmp_path: Pat
     state.transition(job.id, [JobStatus.PREPARED], JobStatus.PENDING)
     again = prepare_once()
     assert again.ocr_reads == () and again.ocr_pages == 1  # the page came from the cache
+
+
+@ray.remote
+def _spy_inspect(*args: object) -> bytes:
+    """Stands in for inspect_files: reports what the task received, the bytes read included."""
+    return cloudpickle.dumps(args)
+
+
+@ray.remote
+def _spy_read(*args: object) -> list[bytes]:
+    """Stands in for read_files: the task that holds the store's keys, and parses nothing."""
+    return [cloudpickle.dumps(args)]
+
+
+def test_a_registration_task_parsing_an_s3_file_holds_no_key(
+    ray_session: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = run_settings(tmp_path, anthropic_api_key=API_KEY, minio_secret_key=STORE_SECRET)
+    monkeypatch.setattr(tasks, "inspect_files", _spy_inspect)
+    monkeypatch.setattr(tasks, "read_files", _spy_read)
+    source = SourceFile("s3://inbox/scans/a.pdf", "a.pdf", 10)
+    for urgent in (False, True):
+        parsing = ray.get(tasks.RayInspector(settings, urgent=urgent).inspect([source]))
+        assert STORE_SECRET.encode() in parsing, "the bytes it got came from a reader holding the keys"
+        seen = cloudpickle.loads(parsing)
+        assert STORE_SECRET.encode() not in cloudpickle.dumps(seen[:3]), "its own arguments hold none"
+        assert API_KEY.encode() not in parsing

@@ -30,12 +30,13 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     return folder, write_samples(folder, bundles=2, seed=7)
 
 
-def answered_job(state: SqlStateStore, folder: Path, bundle: dict) -> int:
-    """A job whose chunks hold the truth's answers, ready for a writer."""
+def answered_job(state: SqlStateStore, folder: Path, bundle: dict, uri: str | None = None) -> int:
+    """A job whose chunks hold the truth's answers, ready for a writer (its source read from
+    ``uri`` when given, else from the folder)."""
     path = folder / bundle["file"]
     job, _ = state.register_job(
         sha256=sha256_file(path),
-        source_uri=path.as_uri(),
+        source_uri=uri or path.as_uri(),
         source_name=bundle["file"],
         kind=SourceKind.PDF,
         size_bytes=path.stat().st_size,
@@ -67,10 +68,12 @@ def write(state: SqlStateStore, store: MemoryObjectStore, job_id: int) -> None:
     assert report.status is JobStatus.COMPLETED, report.error
 
 
-def write_once(state: SqlStateStore, store: MemoryObjectStore, job_id: int) -> WriteReport:
+def write_once(
+    state: SqlStateStore, store: MemoryObjectStore, job_id: int, sources: StoreSettings | None = None
+) -> WriteReport:
     """Claim an answered job and write it, as a writer actor would."""
     writer = ResultWriter(
-        state, store, sources=StoreSettings(), prepare=PrepareSettings(), claude=ClaudeSettings()
+        state, store, sources=sources or StoreSettings(), prepare=PrepareSettings(), claude=ClaudeSettings()
     )
     [lease] = state.claim_jobs(
         worker_id="w",

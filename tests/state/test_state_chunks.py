@@ -206,3 +206,18 @@ def test_prepared_chunks_of_several_jobs_and_their_jobs_are_recorded_together(st
     statuses = store.job_statuses([a.id, b.id, c.id])
     assert statuses == {a.id: JobStatus.PREPARED, b.id: JobStatus.PREPARING, c.id: JobStatus.CANCELED}
     assert store.get_job(a.id).attempts == 0
+
+
+def test_chunk_progress_counts_a_jobs_chunks_by_batch(store: SqlStateStore, job_id: int) -> None:
+    other = register(store, 2)[0].id
+    store.save_chunks(job_id, [chunk(job_id, n) for n in range(4)])
+    submit(store, job_id, [0, 1], "b1")
+    submit(store, job_id, [2], "b2")
+    store.file_result(f"job_{job_id}_batch_0", "b1", ResultType.SUCCEEDED, answer="{}", usage=USAGE)
+
+    progress = store.chunk_progress([job_id, other])
+    assert set(progress) == {job_id}, "a job without chunks has no progress yet"
+    mine = progress[job_id]
+    assert (mine.total, mine.succeeded, dict(mine.in_flight)) == (4, 1, {"b1": 1, "b2": 1})
+    assert mine.percent({"b1": 0.5, "b2": 1.0}) == 62.5  # (1 + 0.5 + 1) of 4
+    assert mine.percent({}, answered=1) == 50.0
