@@ -22,7 +22,10 @@ from raybatch.models import (
     BatchStatus,
     ChunkRecord,
     ChunkStatus,
+    Correction,
+    CorrectionRecord,
     DocumentRecord,
+    DocumentVersion,
     JobRecord,
     JobStatus,
     Lease,
@@ -491,6 +494,45 @@ class Coordinators(Protocol):
         ...
 
 
+class Reviews(Protocol):
+    """The corrections ledger, previous document versions and the review queue (raybatch.review)."""
+
+    def record_correction(
+        self,
+        correction: Correction,
+        expected: Mapping[int, int | None],
+        documents: Sequence[DocumentRecord],
+        removed: Sequence[int] = (),
+    ) -> tuple[CorrectionRecord, bool]:
+        """Apply a correction in one transaction: (its record, whether it changed anything). An
+        idempotency key seen before changes nothing; a version not as ``expected``: ReviewConflict."""
+        ...
+
+    def get_correction(self, key: str) -> CorrectionRecord | None:
+        """The correction applied under idempotency ``key``, if any."""
+        ...
+
+    def list_corrections(self, job_id: int | None = None) -> list[CorrectionRecord]:
+        """Applied corrections, oldest first, optionally of one job."""
+        ...
+
+    def document_versions(self, job_id: int, index: int | None = None) -> list[DocumentVersion]:
+        """A job's previous document versions (rows and object keys as they were)."""
+        ...
+
+    def highest_versions(self, job_id: int) -> dict[int, int]:
+        """The highest version each index of a job has had, current or previous."""
+        ...
+
+    def documents_in_review(self, states: Sequence[str]) -> list[DocumentRecord]:
+        """Current documents in one of these review states, in (job, index) order."""
+        ...
+
+    def reviewed_layout(self, sha256: str) -> list[DocumentRecord]:
+        """The current documents of the newest job of this source with a reviewed document."""
+        ...
+
+
 class JobsWithChunks(JobStates, ChunkStates, Protocol):
     """Jobs and their chunks: what settles, reuses or reprioritises a job by its chunks."""
 
@@ -500,7 +542,7 @@ class PageTexts(PageTextCache, PageTextLookup, Protocol):
 
 
 class StateStore(
-    JobStates, ChunkStates, BatchStates, Catalog, PageTexts, ErrorLog, Flags, Coordinators, Protocol
+    JobStates, ChunkStates, BatchStates, Catalog, PageTexts, ErrorLog, Flags, Coordinators, Reviews, Protocol
 ):
     """The whole store: every slice, for the callers that need them all (one database)."""
 

@@ -13,7 +13,10 @@ from raybatch.state.catalog import CatalogQueries
 from raybatch.state.chunks import ChunkQueries
 from raybatch.state.coordination import CoordinationQueries
 from raybatch.state.jobs import JobQueries
+from raybatch.state.review import ReviewQueries
 
 
-class SqlStateStore(JobQueries, ChunkQueries, BatchQueries, CatalogQueries, CoordinationQueries):
+class SqlStateStore(
+    JobQueries, ChunkQueries, BatchQueries, CatalogQueries, CoordinationQueries, ReviewQueries
+):
     """The state store on a SQLAlchemy URL; picklable (rebuilt from its URL in each process)."""
