@@ -210,6 +210,19 @@ class WorkloadSettings(_Section):
     )
 
 
+class ReviewSettings(_Section):
+    """Review: the score below which a document waits for a person (a class's own ``review_below``
+    wins), and the doubt the built-in emulator shows (the demo's review queue)."""
+
+    review_below: float = Field(
+        default=0.7, ge=0.0, le=1.0, description="documents scoring below this wait for review"
+    )
+    emulator_doubt: str | None = Field(
+        default=None,
+        description='JSON doubt knobs of the built-in emulator, e.g. {"wrong_class_fraction": 0.1}',
+    )
+
+
 class RaySettings(_Section):
     """How the job reaches Ray."""
 
@@ -226,6 +239,7 @@ class Settings(
     StoreSettings,
     WriterSettings,
     WorkloadSettings,
+    ReviewSettings,
     RaySettings,
 ):
     """Every knob of raybatch, read from the environment (and ``.env``) once."""
@@ -274,6 +288,7 @@ class Settings(
             store=self.section(StoreSettings),
             prepare=self.section(PrepareSettings),
             request=self.section(RequestSettings),
+            review=self.section(ReviewSettings),
         )
 
     def for_coordinator(self) -> CoordinatorActorSettings:
@@ -316,6 +331,7 @@ class WriterActorSettings(_Section):
     store: StoreSettings
     prepare: PrepareSettings
     request: RequestSettings
+    review: ReviewSettings = ReviewSettings()
 
 
 class CoordinatorActorSettings(_Section):

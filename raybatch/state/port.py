@@ -528,6 +528,10 @@ class Reviews(Protocol):
         """Current documents in one of these review states, in (job, index) order."""
         ...
 
+    def review_totals(self, job_ids: Sequence[int] | None = None) -> dict[str, int]:
+        """Current documents by review state, of ``job_ids`` or all (counted, none loaded)."""
+        ...
+
     def reviewed_layout(self, sha256: str) -> list[DocumentRecord]:
         """The current documents of the newest job of this source with a reviewed document."""
         ...

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from raybatch.errors import ReviewConflict
 from raybatch.models import Correction, CorrectionRecord, DocumentRecord, DocumentVersion, ReviewState
-from raybatch.state.base import SqlBase
+from raybatch.state.base import SqlBase, in_groups
 from raybatch.state.rows import document_record, document_values
 from raybatch.state.schema import corrections, document_versions
 from raybatch.state.schema import documents as document_rows
@@ -93,6 +93,17 @@ class ReviewQueries(SqlBase):
         )
         with self._read() as conn:
             return [document_record(row) for row in conn.execute(query)]
+
+    def review_totals(self, job_ids: Sequence[int] | None = None) -> dict[str, int]:
+        """Current documents by review state (every state, zeros included), of ``job_ids`` or all."""
+        query = sa.select(document_rows.c.review, sa.func.count()).group_by(document_rows.c.review)
+        totals = dict.fromkeys((state.value for state in ReviewState), 0)
+        with self._read() as conn:
+            for ids in [None] if job_ids is None else in_groups(list(job_ids)):
+                where = query if ids is None else query.where(document_rows.c.job_id.in_(ids))
+                for state, count in conn.execute(where):
+                    totals[state] = totals.get(state, 0) + int(count)
+        return totals
 
     def reviewed_layout(self, sha256: str) -> list[DocumentRecord]:
         """The current documents of the newest job of this source that has a reviewed document

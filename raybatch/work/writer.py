@@ -1,8 +1,10 @@
 """ResultWriter: one answered job → its documents in object storage, its rows, its manifest.
 
 Per job: stitch the chunk answers (validated when filed), slice each document's pages into its own
-PDF turned upright, draw a thumbnail, upload both, then group, upsert rows, write the manifest and
-the job's slice of the Parquet table, and complete the job under its lease. Keys come from ids, so
+PDF turned upright, draw a thumbnail, upload both, score each document and mark the doubtful ones
+for review, then group, upsert rows, write the manifest and the job's slice of the Parquet table,
+and complete the job under its lease. A source a person reviewed keeps its reviewed documents: a
+rerun or ``--force`` slices them again, never the model's answer. Keys come from ids, so
 a rerun rewrites the same objects and rows. Plain class: Ray runs a pool of them as actors.
 
 Every object is put only while the lease still holds, and the database refuses a canceled job's
@@ -30,11 +32,21 @@ from raybatch.cost import prices_for
 from raybatch.errors import LeaseLost, PermanentError, RaybatchError, TransientError, error_class
 from raybatch.ids import OutputKeys
 from raybatch.metrics import Metrics
-from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, JobStatus, Lease, field_values
+from raybatch.models import (
+    ChunkRecord,
+    DocumentRecord,
+    JobRecord,
+    JobStatus,
+    Lease,
+    ReviewState,
+    TextSource,
+    field_values,
+)
 from raybatch.objects.port import ObjectStore
-from raybatch.settings import PrepareSettings, RequestSettings, StoreSettings
+from raybatch.review.mark import Thresholds, carried, kept_layout, mark_documents
+from raybatch.settings import PrepareSettings, RequestSettings, ReviewSettings, StoreSettings
 from raybatch.sources import read_source
-from raybatch.state.port import Catalog, Flags, JobsWithChunks
+from raybatch.state.port import Catalog, Flags, JobsWithChunks, PageTexts, Reviews
 from raybatch.steps.group import GroupIdentity, assign_groups, group_identity
 from raybatch.steps.manifest import build_manifest
 from raybatch.steps.open_source import open_source
@@ -45,7 +57,7 @@ from raybatch.steps.thumbnail import thumbnail
 from raybatch.units import MIB
 
 
-class WriterState(JobsWithChunks, Catalog, Flags, Protocol):
+class WriterState(JobsWithChunks, Catalog, Flags, PageTexts, Reviews, Protocol):
     """The slices of the state store that writing a job's documents uses."""
 
 
@@ -61,6 +73,7 @@ class WriteReport:
     documents: int
     peak_rss_mb: float
     error: str | None = None
+    review_pending: int = 0  # of its documents, those that wait for a person
 
 
 def documents_at_once(size_bytes: int) -> int:
@@ -98,6 +111,7 @@ class ResultWriter:
         claude: RequestSettings,
         lease_seconds: float = 300.0,
         metrics: Metrics | None = None,
+        review: ReviewSettings | None = None,
     ) -> None:
         self._state = state
         self._store = store
@@ -107,6 +121,7 @@ class ResultWriter:
         self._lease_seconds = lease_seconds
         self._metrics = metrics or Metrics()
         self._output_keys: OutputKeys | None = None
+        self._thresholds = Thresholds((review or ReviewSettings()).review_below)
 
     def _keys(self) -> OutputKeys:
         """This database's object keys (its id is read once)."""
@@ -118,8 +133,9 @@ class ResultWriter:
         """Write one job held under ``lease``; failures end the job (permanent) or release it."""
         started = time.time()
         job = self._state.get_job(lease.job_id)
+        pending = 0
         try:
-            count = self._write(job, lease)
+            count, pending = self._write(job, lease)
             status, error = JobStatus.COMPLETED, None
         except LeaseLost as exc:
             status, error = JobStatus.WRITING, f"lease lost: {exc}"
@@ -134,7 +150,7 @@ class ResultWriter:
             status, error, count = JobStatus.FAILED, f"{error_class(exc)}: {exc}", 0
         self._metrics.job_finished(status, job.priority)
         return WriteReport(
-            job.id, status, job.size_bytes / MIB, started, time.time(), count, _peak_rss_mb(), error
+            job.id, status, job.size_bytes / MIB, started, time.time(), count, _peak_rss_mb(), error, pending
         )
 
     def _park(self, job: JobRecord, lease: Lease) -> JobStatus:
@@ -146,27 +162,48 @@ class ResultWriter:
             return JobStatus.WRITING
         return JobStatus.ANSWERED
 
-    def _write(self, job: JobRecord, lease: Lease) -> int:
+    def _write(self, job: JobRecord, lease: Lease) -> tuple[int, int]:
         chunks = self._state.get_chunks(job.id)
         answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
         stitched = stitch(answers, job.pages or 0)
         rotations = page_rotations(chunks, stitched)
-        records = self._build_documents(job, stitched, rotations, lease)
-        self._state.renew_lease(lease, self._lease_seconds)
-        records = self._group(records)
-        self._state.upsert_documents(job.id, records)
-        self._drop_stale_objects(job.id, len(records))
+        kept = self._state.reviewed_layout(job.sha256)
+        if kept and kept[0].job_id == job.id:  # reviewed here: its rows and objects stand as they are
+            records = kept
+        else:
+            records = self._build_documents(job, kept_layout(kept) if kept else stitched, rotations, lease)
+            if kept:
+                records = carried(records, kept)
+            else:
+                records = mark_documents(records, answers, stitched, self._ocr(job), self._thresholds)
+            self._state.renew_lease(lease, self._lease_seconds)
+            records = self._group(records)
+            self._state.upsert_documents(job.id, records)
+        self._drop_stale_objects(job.id, records)
+        self.publish(job, records, lease)
+        self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0)
+        self._metrics.documents_written(len(records), job.priority)
+        return len(records), sum(1 for doc in records if doc.review == ReviewState.PENDING)
+
+    def publish(self, job: JobRecord, records: Sequence[DocumentRecord], lease: Lease | None = None) -> None:
+        """The job's manifest and its slice of the Parquet table, from its current ``records``."""
         self._fence(lease)
         self._put_json(self._keys().manifest(job.id), self._manifest(job, records))
         self._fence(lease)
         self._store.put(self._keys().documents_table_part(job.id), documents_table(records, job))
-        self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0)
-        self._metrics.documents_written(len(records), job.priority)
-        return len(records)
 
-    def _fence(self, lease: Lease) -> None:
+    def _ocr(self, job: JobRecord) -> dict[int, float]:
+        """Each OCR-read page's word confidence (the best of the engines that read it)."""
+        found: dict[int, float] = {}
+        for cached in self._state.cached_page_texts(job.sha256, range(1, (job.pages or 0) + 1)):
+            if cached.text.source is TextSource.OCR:
+                page = cached.text.page
+                found[page] = max(found.get(page, 0.0), cached.text.confidence)
+        return found
+
+    def _fence(self, lease: Lease | None) -> None:
         """Refuse to write once the lease is gone (taken over, or the job canceled)."""
-        if not self._state.holds(lease):
+        if lease is not None and not self._state.holds(lease):
             raise LeaseLost(f"job {lease.job_id}: lease {lease.token} of {lease.worker_id} is gone")
 
     def _build_documents(
@@ -190,16 +227,43 @@ class ResultWriter:
                 uploads.append(future)
             return [future.result() for future in uploads]
 
-    def _upload(
-        self, job: JobRecord, index: int, doc: StitchedDocument, pdf: bytes, thumb: bytes, lease: Lease
-    ) -> DocumentRecord:
+    def write_versions(self, job: JobRecord, drafts: Sequence[DocumentRecord]) -> list[DocumentRecord]:
+        """New versions of some of a job's documents (a correction): each sliced from the source at
+        its pages, turned upright, drawn, uploaded under its version's keys, and grouped."""
+        chunks = self._state.get_chunks(job.id)
+        answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
+        rotations = page_rotations(chunks, stitch(answers, job.pages or 0))
+        data = read_source(job.source_uri, self._sources, sha256=job.sha256)
+        written = []
+        with _opened(data, job, self._max_page_pixels) as source:
+            for draft in drafts:
+                pdf = slice_document(source, draft.first_page, draft.last_page, rotations)
+                pdf_key, thumb_key = self._put_document(
+                    job, draft.index, draft.version, pdf, thumbnail(pdf), None
+                )
+                written.append(replace(draft, pdf_key=pdf_key, thumb_key=thumb_key))
+        return self._group(written)
+
+    def _put_document(
+        self, job: JobRecord, index: int, version: int, pdf: bytes, thumb: bytes, lease: Lease | None
+    ) -> tuple[str, str]:
+        """Upload one document version's PDF and thumbnail; their keys."""
         metadata = {"job-id": str(job.id), "document-index": str(index), "source-name": job.source_name}
         keys = self._keys()
-        pdf_key, thumb_key = keys.document_pdf(job.id, index), keys.document_thumb(job.id, index)
+        pdf_key, thumb_key = (
+            keys.document_pdf(job.id, index, version),
+            keys.document_thumb(job.id, index, version),
+        )
         self._fence(lease)
         self._store.put(pdf_key, pdf, content_type="application/pdf", metadata=metadata)
         self._fence(lease)
         self._store.put(thumb_key, thumb, content_type="image/webp", metadata=metadata)
+        return pdf_key, thumb_key
+
+    def _upload(
+        self, job: JobRecord, index: int, doc: StitchedDocument, pdf: bytes, thumb: bytes, lease: Lease
+    ) -> DocumentRecord:
+        pdf_key, thumb_key = self._put_document(job, index, 1, pdf, thumb, lease)
         return DocumentRecord(
             job_id=job.id,
             index=index,
@@ -222,12 +286,12 @@ class ResultWriter:
                 self._state.upsert_group(doc.group_key, identity.label)
         return grouped
 
-    def _drop_stale_objects(self, job_id: int, count: int) -> None:
-        """A rerun that found fewer documents leaves no objects of the old ones behind; requests
-        prepared ahead (by ``estimate``) are dropped once answered."""
+    def _drop_stale_objects(self, job_id: int, records: Sequence[DocumentRecord]) -> None:
+        """A rerun that found fewer documents leaves no objects of the old ones behind (previous
+        versions' objects stay); requests prepared ahead (by ``estimate``) are dropped once answered."""
+        kept = [*records, *(old.record for old in self._state.document_versions(job_id))]
+        keep = {key for doc in kept for key in (doc.pdf_key, doc.thumb_key) if key}
         keys = self._keys()
-        keep = {keys.document_pdf(job_id, i) for i in range(count)}
-        keep |= {keys.document_thumb(job_id, i) for i in range(count)}
         for key in list(self._store.list(f"{keys.job_prefix(job_id)}/documents/")):
             if key not in keep:
                 self._store.delete(key)

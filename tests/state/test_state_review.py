@@ -127,3 +127,12 @@ def test_rows_written_before_review_existed_read_as_version_one(store: SqlStateS
     engine.dispose()
     [doc] = store.list_documents(job)
     assert (doc.version, doc.review_reasons, doc.field_confidence) == (1, [], {})
+
+
+def test_review_totals_count_documents_by_state(store: SqlStateStore) -> None:
+    job = register(store, 1)[0].id
+    other = register(store, 2)[0].id
+    store.upsert_documents(job, [document(job, 0), document(job, 1, review="accepted")])
+    store.upsert_documents(other, [document(other, 0)])
+    assert store.review_totals() == {"none": 0, "pending": 2, "accepted": 1, "corrected": 0}
+    assert store.review_totals([job])["pending"] == 1
