@@ -14,7 +14,7 @@ a product of factors, one per doubt, each said as a reason ``<code>: <detail>``:
 
 A field's confidence is the model's and the OCR's factors, halved by each problem of that field
 (a missing one is 0). A document is due for review when its score is below its class's threshold
-(``review_below``) or the default (``REVIEW_BELOW``).
+(``review_below``) or the default (``REVIEW_BELOW``); a threshold of 1 sends every document.
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ class Confidence:
     fields: Mapping[str, float] = field(default_factory=dict)
 
     def below(self, threshold: float) -> bool:
-        """Whether the document is due for review at ``threshold``."""
-        return self.score < threshold
+        """Whether the document is due for review at ``threshold`` (1 reviews every document)."""
+        return self.score < threshold or threshold >= 1.0
 
 
 def score(signals: Signals, field_names: Sequence[str]) -> Confidence:
