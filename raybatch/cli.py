@@ -1,5 +1,5 @@
 """``raybatch``: run, estimate, demo, status, pause, resume, cancel, urgent, eval, samples, emulator,
-workload.
+workload, review.
 
 Thin: parse arguments, build the settings once, configure logging, call the library.
 """
@@ -7,6 +7,7 @@ Thin: parse arguments, build the settings once, configure logging, call the libr
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import signal
 import sys
@@ -45,6 +46,7 @@ SETTING_FLAGS: dict[str, tuple[str, ...]] = {
     "retry": LOCATION,
     "eval": LOCATION,
     "workload": ("database_url",),
+    "review": LOCATION,
 }
 _FLAGGED = {name for names in SETTING_FLAGS.values() for name in names}
 
@@ -110,6 +112,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     settings = settings_from(args, raybatch_home=str(out))
     if settings.anthropic_api_key is None:  # the demo answers with the emulator unless a key is set
         settings = settings.model_copy(update={"raybatch_emulator": True})
+        if settings.emulator_doubt is None:  # and doubts a little, so there is a review queue
+            from raybatch.claude.emulator.doubt import DEMO_DOUBT
+
+            settings = settings.model_copy(update={"emulator_doubt": json.dumps(DEMO_DOUBT)})
     return run_demo(
         settings,
         out,
@@ -155,7 +161,17 @@ def cmd_retry(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from raybatch.commands import read_truth, run_eval
 
+    if args.reviewed:
+        from raybatch.review.commands import run_eval_reviewed
+
+        return run_eval_reviewed(settings_from(args), as_json=args.json)
     return run_eval(settings_from(args), read_truth(Path(args.truth)), as_json=args.json)
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from raybatch.review.commands import run_review
+
+    return run_review(settings_from(args), args)
 
 
 def cmd_samples(args: argparse.Namespace) -> int:
@@ -251,6 +267,7 @@ def _parser() -> argparse.ArgumentParser:
     samples.set_defaults(handler=cmd_samples)
     _emulator_parser(sub)
     _workload_parser(sub)
+    _review_parser(sub)
     return parser
 
 
@@ -302,7 +319,11 @@ def _demo_parser(sub: Any) -> None:
 
 def _eval_parser(sub: Any) -> None:
     command = sub.add_parser("eval", help="score the documents found against a truth.json")
-    command.add_argument("--truth", required=True)
+    truth = command.add_mutually_exclusive_group(required=True)
+    truth.add_argument("--truth")
+    truth.add_argument(
+        "--reviewed", action="store_true", help="score the model against the reviewed versions"
+    )
     add_setting_flags(command, SETTING_FLAGS["eval"])
     command.add_argument("--json", action="store_true", help="print one JSON object")
     command.set_defaults(handler=cmd_eval)
@@ -331,6 +352,45 @@ def _workload_parser(sub: Any) -> None:
     hold.add_argument("--wait", type=float, help="give up after this many seconds without room")
     add_setting_flags(hold, SETTING_FLAGS["workload"], default=argparse.SUPPRESS)  # the parent's stands
     hold.add_argument("run", nargs="*", metavar="-- COMMAND", help="the command and its arguments")
+
+
+def _review_parser(sub: Any) -> None:
+    command = sub.add_parser("review", help="the review queue; correct documents (DOC is JOB:INDEX)")
+    actions = command.add_subparsers(dest="review_command", required=True)
+    queue = actions.add_parser("list", help="documents waiting for a person")
+    queue.add_argument("--class", dest="doc_class", metavar="C", help="of this class only")
+    queue.add_argument(
+        "--reason", metavar="R", help="with this reason code (model, ocr, required, border, ...)"
+    )
+    export = actions.add_parser("export", help="write the reviewed documents as a truth.json")
+    export.add_argument("file")
+    show = actions.add_parser("show", help="a document, its previous versions and corrections")
+    show.add_argument("doc")
+    corrections = {
+        "accept": "the document is right as it is",
+        "set": "change its class and/or fields",
+        "split": "split it in two at a source page",
+        "merge": "merge it with the next document of its job",
+        "move": "move its first page (its boundary with the document before)",
+    }
+    for name, text in corrections.items():
+        action = actions.add_parser(name, help=text)
+        action.add_argument("doc")
+        action.add_argument("--reviewer", metavar="NAME", help="who corrects (default: the OS user)")
+        action.add_argument(
+            "--version", type=int, help="the version you corrected from (default: the current)"
+        )
+        if name == "set":
+            action.add_argument("--type", metavar="CLASS", help="the document's class")
+            action.add_argument(
+                "--field", action="append", metavar="NAME=VALUE", help="a field; again for more"
+            )
+        if name in ("split", "move"):
+            action.add_argument("--at", type=_positive, required=True, metavar="PAGE", help="the source page")
+    for action in (queue, export, show, *(actions.choices[name] for name in corrections)):
+        add_setting_flags(action, SETTING_FLAGS["review"])
+        action.add_argument("--json", action="store_true", help="print one JSON object")
+        action.set_defaults(handler=cmd_review)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -347,13 +347,17 @@ def claude_endpoint(settings: Settings, notice: Notice) -> Iterator[tuple[Settin
         yield settings.model_copy(update={"anthropic_api_key": key}), settings.anthropic_base_url
         return
     from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+    from raybatch.claude.emulator.doubt import doubt_faults
 
     host = "127.0.0.1" if _local_only() else ray.util.get_node_ip_address()
-    with EmulatorServer(EmulatorConfig(processing_seconds=2.0), host=host) as server:
+    config = EmulatorConfig(processing_seconds=2.0, faults=doubt_faults(settings.emulator_doubt))
+    with EmulatorServer(config, host=host) as server:
         notice(
             f"emulator: using the built-in Claude emulator at {server.base_url} "
             "(it answers by simple rules from the page text; its answers are marked as emulated)"
         )
+        if settings.emulator_doubt:
+            notice(f"emulator: it doubts on purpose, for review to find: {settings.emulator_doubt}")
         update = {"anthropic_base_url": server.base_url, "anthropic_api_key": SecretStr("emulator")}
         yield settings.model_copy(update=update), server.base_url
 
