@@ -47,6 +47,7 @@ SETTING_FLAGS: dict[str, tuple[str, ...]] = {
     "eval": LOCATION,
     "workload": ("database_url",),
     "review": LOCATION,
+    "redo": (*LOCATION, *TUNING, "raybatch_emulator", *SPEND),
 }
 _FLAGGED = {name for names in SETTING_FLAGS.values() for name in names}
 
@@ -172,6 +173,14 @@ def cmd_review(args: argparse.Namespace) -> int:
     from raybatch.review.commands import run_review
 
     return run_review(settings_from(args), args)
+
+
+def cmd_redo(args: argparse.Namespace) -> int:
+    from raybatch.review.redo import redo
+
+    report, cost = redo(settings_from(args), args.target, fresh=args.fresh, progress=not args.quiet)
+    print(f"job {args.target}: asked again; its requests cost ${cost:.4f} so far (the redo included)")
+    return 0 if report.ok else 1
 
 
 def cmd_samples(args: argparse.Namespace) -> int:
@@ -355,42 +364,10 @@ def _workload_parser(sub: Any) -> None:
 
 
 def _review_parser(sub: Any) -> None:
-    command = sub.add_parser("review", help="the review queue; correct documents (DOC is JOB:INDEX)")
-    actions = command.add_subparsers(dest="review_command", required=True)
-    queue = actions.add_parser("list", help="documents waiting for a person")
-    queue.add_argument("--class", dest="doc_class", metavar="C", help="of this class only")
-    queue.add_argument(
-        "--reason", metavar="R", help="with this reason code (model, ocr, required, border, ...)"
-    )
-    export = actions.add_parser("export", help="write the reviewed documents as a truth.json")
-    export.add_argument("file")
-    show = actions.add_parser("show", help="a document, its previous versions and corrections")
-    show.add_argument("doc")
-    corrections = {
-        "accept": "the document is right as it is",
-        "set": "change its class and/or fields",
-        "split": "split it in two at a source page",
-        "merge": "merge it with the next document of its job",
-        "move": "move its first page (its boundary with the document before)",
-    }
-    for name, text in corrections.items():
-        action = actions.add_parser(name, help=text)
-        action.add_argument("doc")
-        action.add_argument("--reviewer", metavar="NAME", help="who corrects (default: the OS user)")
-        action.add_argument(
-            "--version", type=int, help="the version you corrected from (default: the current)"
-        )
-        if name == "set":
-            action.add_argument("--type", metavar="CLASS", help="the document's class")
-            action.add_argument(
-                "--field", action="append", metavar="NAME=VALUE", help="a field; again for more"
-            )
-        if name in ("split", "move"):
-            action.add_argument("--at", type=_positive, required=True, metavar="PAGE", help="the source page")
-    for action in (queue, export, show, *(actions.choices[name] for name in corrections)):
-        add_setting_flags(action, SETTING_FLAGS["review"])
-        action.add_argument("--json", action="store_true", help="print one JSON object")
-        action.set_defaults(handler=cmd_review)
+    from raybatch.review.arguments import add_redo_parser, add_review_parser
+
+    add_review_parser(sub, SETTING_FLAGS["review"], cmd_review)
+    add_redo_parser(sub, SETTING_FLAGS["redo"], cmd_redo)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -318,6 +318,11 @@ class ReviewState(StrEnum):
         return self in (ReviewState.ACCEPTED, ReviewState.CORRECTED)
 
 
+# A job's error_class while ``raybatch redo`` asks Claude again for some of its chunks (``fresh``:
+# past the answer cache); its writer writes the new answer as new versions and clears it.
+REDO, REDO_FRESH = "redo", "redo:fresh"
+
+
 @dataclass(frozen=True)
 class DocumentRecord(DocumentFields):
     """One document found in a job: its pages, fields and object keys."""

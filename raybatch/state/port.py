@@ -508,6 +508,10 @@ class Reviews(Protocol):
         idempotency key seen before changes nothing; a version not as ``expected``: ReviewConflict."""
         ...
 
+    def redo_job(self, job_id: int, chunk_ns: Sequence[int], *, fresh: bool = False) -> bool:
+        """A completed job back to pending with these chunks' answers cleared (``raybatch redo``)."""
+        ...
+
     def get_correction(self, key: str) -> CorrectionRecord | None:
         """The correction applied under idempotency ``key``, if any."""
         ...

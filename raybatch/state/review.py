@@ -16,9 +16,20 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from raybatch.errors import ReviewConflict
-from raybatch.models import Correction, CorrectionRecord, DocumentRecord, DocumentVersion, ReviewState
-from raybatch.state.base import SqlBase, in_groups
+from raybatch.models import (
+    REDO,
+    REDO_FRESH,
+    ChunkStatus,
+    Correction,
+    CorrectionRecord,
+    DocumentRecord,
+    DocumentVersion,
+    JobStatus,
+    ReviewState,
+)
+from raybatch.state.base import RELEASED_LEASE, SqlBase, in_groups
 from raybatch.state.rows import document_record, document_values
+from raybatch.state.schema import chunks as chunk_rows
 from raybatch.state.schema import corrections, document_versions
 from raybatch.state.schema import documents as document_rows
 from raybatch.state.schema import jobs as job_rows
@@ -50,6 +61,38 @@ class ReviewQueries(SqlBase):
             self._archive(conn, current.values(), correction_id)
             self._replace(conn, correction.job_id, touched, documents)
             return self._correction_where(conn, corrections.c.id == correction_id)[0], True
+
+    def redo_job(self, job_id: int, chunk_ns: Sequence[int], *, fresh: bool = False) -> bool:
+        """A completed job goes back to pending with these chunks' answers cleared, to be asked
+        again by the next run of its source (``fresh``: past the answer cache); False when the job
+        is not completed."""
+        marks = {"error_class": REDO_FRESH if fresh else REDO, "error_message": None}
+        with self._write() as conn:
+            now = self._now()
+            where = sa.and_(job_rows.c.id == job_id, job_rows.c.status == JobStatus.COMPLETED.value)
+            reopened = {
+                **RELEASED_LEASE,
+                **marks,
+                "status": JobStatus.PENDING.value,
+                "progress": 0.0,
+                "attempts": 0,
+            }
+            if (
+                conn.execute(
+                    sa.update(job_rows).where(where).values({**reopened, "updated_at": now})
+                ).rowcount
+                != 1
+            ):
+                return False
+            cleared = {
+                "status": ChunkStatus.FAILED.value,
+                "answer": None,
+                "error_class": REDO,
+                "updated_at": now,
+            }
+            chosen = sa.and_(chunk_rows.c.job_id == job_id, chunk_rows.c.n.in_(list(chunk_ns)))
+            conn.execute(sa.update(chunk_rows).where(chosen).values(cleared))
+            return True
 
     def get_correction(self, key: str) -> CorrectionRecord | None:
         """The correction applied under idempotency ``key``, if any."""

@@ -30,10 +30,13 @@ from raybatch.cancel import remove_outputs
 from raybatch.claude.answer import PROMPT_VERSION, ChunkAnswer
 from raybatch.cost import prices_for
 from raybatch.errors import LeaseLost, PermanentError, RaybatchError, TransientError, error_class
-from raybatch.ids import OutputKeys
+from raybatch.ids import OutputKeys, sha256_bytes
 from raybatch.metrics import Metrics
 from raybatch.models import (
+    REDO,
+    REDO_FRESH,
     ChunkRecord,
+    Correction,
     DocumentRecord,
     JobRecord,
     JobStatus,
@@ -167,6 +170,8 @@ class ResultWriter:
         answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
         stitched = stitch(answers, job.pages or 0)
         rotations = page_rotations(chunks, stitched)
+        if job.error_class in (REDO, REDO_FRESH):
+            return self._redo(job, lease, answers, stitched, rotations)
         kept = self._state.reviewed_layout(job.sha256)
         if kept and kept[0].job_id == job.id:  # reviewed here: its rows and objects stand as they are
             records = kept
@@ -182,6 +187,38 @@ class ResultWriter:
         self._drop_stale_objects(job.id, records)
         self.publish(job, records, lease)
         self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0)
+        self._metrics.documents_written(len(records), job.priority)
+        return len(records), sum(1 for doc in records if doc.review == ReviewState.PENDING)
+
+    def _redo(
+        self,
+        job: JobRecord,
+        lease: Lease,
+        answers: Sequence[tuple[int, ChunkAnswer]],
+        stitched: Sequence[StitchedDocument],
+        rotations: Mapping[int, int],
+    ) -> tuple[int, int]:
+        """``raybatch redo``: the new answer becomes the current version of the job's documents,
+        in the ledger as a ``redo``; the previous versions (reviewed ones too) are kept."""
+        current = self._state.list_documents(job.id)
+        highest = self._state.highest_versions(job.id)
+        versions = {index: highest.get(index, 0) + 1 for index in range(len(stitched))}
+        records = self._build_documents(job, stitched, rotations, lease, versions)
+        records = mark_documents(records, answers, stitched, self._ocr(job), self._thresholds)
+        self._state.renew_lease(lease, self._lease_seconds)
+        records = self._group(records)
+        now = {doc.index: doc.version for doc in current}
+        expected: dict[int, int | None] = {**{r.index: None for r in records}, **now}
+        digest = sha256_bytes("".join(answer.model_dump_json() for _, answer in answers).encode())[:16]
+        change = {"fresh": job.error_class == REDO_FRESH, "answers": digest}
+        correction = Correction(job.id, 0, now.get(0, 0), REDO, "redo", change, f"redo-{job.id}-{digest}")
+        self._fence(lease)
+        removed = [index for index in now if index >= len(records)]
+        self._state.record_correction(correction, expected, records, removed)
+        records = self._state.list_documents(job.id)
+        self._drop_stale_objects(job.id, records)
+        self.publish(job, records, lease)
+        self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0, error_class=None)
         self._metrics.documents_written(len(records), job.priority)
         return len(records), sum(1 for doc in records if doc.review == ReviewState.PENDING)
 
@@ -207,7 +244,12 @@ class ResultWriter:
             raise LeaseLost(f"job {lease.job_id}: lease {lease.token} of {lease.worker_id} is gone")
 
     def _build_documents(
-        self, job: JobRecord, stitched: Sequence[StitchedDocument], rotations: Mapping[int, int], lease: Lease
+        self,
+        job: JobRecord,
+        stitched: Sequence[StitchedDocument],
+        rotations: Mapping[int, int],
+        lease: Lease,
+        versions: Mapping[int, int] | None = None,
     ) -> list[DocumentRecord]:
         """Slice, draw and upload every document; at most 1/2/4 built and not yet uploaded."""
         data = read_source(job.source_uri, self._sources, sha256=job.sha256)  # the file prepared
@@ -222,7 +264,8 @@ class ResultWriter:
                 slots.acquire()
                 pdf = slice_document(source, doc.first_page, doc.last_page, rotations)
                 thumb = thumbnail(pdf)
-                future = pool.submit(self._upload, job, index, doc, pdf, thumb, lease)
+                version = (versions or {}).get(index, 1)
+                future = pool.submit(self._upload, job, index, doc, pdf, thumb, lease, version)
                 future.add_done_callback(lambda _: slots.release())
                 uploads.append(future)
             return [future.result() for future in uploads]
@@ -261,9 +304,16 @@ class ResultWriter:
         return pdf_key, thumb_key
 
     def _upload(
-        self, job: JobRecord, index: int, doc: StitchedDocument, pdf: bytes, thumb: bytes, lease: Lease
+        self,
+        job: JobRecord,
+        index: int,
+        doc: StitchedDocument,
+        pdf: bytes,
+        thumb: bytes,
+        lease: Lease,
+        version: int = 1,
     ) -> DocumentRecord:
-        pdf_key, thumb_key = self._put_document(job, index, 1, pdf, thumb, lease)
+        pdf_key, thumb_key = self._put_document(job, index, version, pdf, thumb, lease)
         return DocumentRecord(
             job_id=job.id,
             index=index,
@@ -274,6 +324,7 @@ class ResultWriter:
             **field_values(doc),
             pdf_key=pdf_key,
             thumb_key=thumb_key,
+            version=version,
         )
 
     def _group(self, records: list[DocumentRecord]) -> list[DocumentRecord]:
