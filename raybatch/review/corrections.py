@@ -9,6 +9,7 @@ index that must not exist yet): the ledger applies it in one transaction or rais
     split    at PAGE, the source page that starts part 2 → two documents; the later ones move up one
     merge    with the next document of its job           → one document; the later ones move down one
     move     its first page to PAGE (the boundary with the document before it) → both change
+    redo     a new answer for some pages (``redo_plan``) → its documents there, the rest kept
 
 A corrected document is scored 1.0 with no reasons: a person vouched for it. Documents that only
 move to another index keep their state and score, as a new version at their new index.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -25,7 +27,7 @@ from typing import Any
 
 from raybatch.claude.answer import DocType
 from raybatch.errors import ConfigError
-from raybatch.models import DOCUMENT_FIELDS, DocumentRecord, ReviewState, field_values
+from raybatch.models import DOCUMENT_FIELDS, Correction, DocumentRecord, ReviewState, field_values
 
 _SCALARS = {spec.name: spec for spec in DOCUMENT_FIELDS}
 
@@ -180,3 +182,44 @@ def _scalar(name: str, value: Any) -> Any:
         except (TypeError, ValueError):
             raise ConfigError(f"field {name} takes a number, not {value!r}") from None
     return str(value)
+
+
+def redo_region(message: str | None) -> tuple[int, int] | None:
+    """The pages ``raybatch redo`` asked again for, as its job's error_message says them
+    (``pages A-B``); None: the whole job."""
+    match = re.fullmatch(r"pages (\d+)-(\d+)", message or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def redo_plan(
+    current: Sequence[DocumentRecord],
+    answered: Sequence[DocumentRecord],
+    region: tuple[int, int] | None,
+    highest: Mapping[int, int],
+) -> Plan:
+    """The new answer's documents (``answered``, tiling the source) in place of the current ones
+    over ``region`` — widened until both tilings have a boundary at its ends — and the current
+    documents elsewhere kept as they are (reviewed ones included)."""
+    docs = sorted(current, key=lambda doc: doc.index)
+    if region is None or not docs:
+        return _renumber(docs, list(answered), 0, highest)
+    first, last = region
+    while True:
+        touching = [d for d in (*docs, *answered) if d.first_page <= last and first <= d.last_page]
+        wider = (min(d.first_page for d in touching), max(d.last_page for d in touching))
+        if wider == (first, last):
+            break
+        first, last = wider
+    inside = [d for d in answered if first <= d.first_page <= last]
+    layout = [d for d in docs if d.last_page < first] + inside + [d for d in docs if d.first_page > last]
+    return _renumber(docs, layout, 0, highest)
+
+
+def redo_correction(
+    job_id: int, current: Sequence[DocumentRecord], answers_digest: str, *, fresh: bool
+) -> Correction:
+    """The ledger row of a redo: by ``redo``, keyed by the answers it wrote (the same answer
+    written again is the same correction)."""
+    base = min((doc.version for doc in current if doc.index == 0), default=0)
+    change = {"fresh": fresh, "answers": answers_digest}
+    return Correction(job_id, 0, base, "redo", "redo", change, f"redo-{job_id}-{answers_digest}")

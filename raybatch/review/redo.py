@@ -38,7 +38,10 @@ def redo(
         if doc is None:
             raise ConfigError(f"no document {target}")
         chunks = [c for c in chunks if c.first_page <= doc.last_page and doc.first_page <= c.last_page]
-    if not state.redo_job(job_id, [c.n for c in chunks], fresh=fresh):
+    pages = (
+        (min(c.first_page for c in chunks), max(c.last_page for c in chunks)) if index is not None else None
+    )
+    if not state.redo_job(job_id, [c.n for c in chunks], fresh=fresh, pages=pages):
         raise ConfigError(f"job {job_id} is {job.status.value}: only a completed job is redone")
     report = run(settings, _source_path(job.source_uri), progress=progress)
     cost = status_summary(state, model_prices(settings), [job_id])["estimated_cost_usd"]

@@ -508,7 +508,14 @@ class Reviews(Protocol):
         idempotency key seen before changes nothing; a version not as ``expected``: ReviewConflict."""
         ...
 
-    def redo_job(self, job_id: int, chunk_ns: Sequence[int], *, fresh: bool = False) -> bool:
+    def redo_job(
+        self,
+        job_id: int,
+        chunk_ns: Sequence[int],
+        *,
+        fresh: bool = False,
+        pages: tuple[int, int] | None = None,
+    ) -> bool:
         """A completed job back to pending with these chunks' answers cleared (``raybatch redo``)."""
         ...
 

@@ -62,11 +62,19 @@ class ReviewQueries(SqlBase):
             self._replace(conn, correction.job_id, touched, documents)
             return self._correction_where(conn, corrections.c.id == correction_id)[0], True
 
-    def redo_job(self, job_id: int, chunk_ns: Sequence[int], *, fresh: bool = False) -> bool:
+    def redo_job(
+        self,
+        job_id: int,
+        chunk_ns: Sequence[int],
+        *,
+        fresh: bool = False,
+        pages: tuple[int, int] | None = None,
+    ) -> bool:
         """A completed job goes back to pending with these chunks' answers cleared, to be asked
-        again by the next run of its source (``fresh``: past the answer cache); False when the job
-        is not completed."""
-        marks = {"error_class": REDO_FRESH if fresh else REDO, "error_message": None}
+        again by the next run of its source (``fresh``: past the answer cache; ``pages``: the pages
+        whose documents its writer replaces, None for all); False when the job is not completed."""
+        region = f"pages {pages[0]}-{pages[1]}" if pages else None
+        marks = {"error_class": REDO_FRESH if fresh else REDO, "error_message": region}
         with self._write() as conn:
             now = self._now()
             where = sa.and_(job_rows.c.id == job_id, job_rows.c.status == JobStatus.COMPLETED.value)

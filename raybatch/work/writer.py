@@ -36,7 +36,6 @@ from raybatch.models import (
     REDO,
     REDO_FRESH,
     ChunkRecord,
-    Correction,
     DocumentRecord,
     JobRecord,
     JobStatus,
@@ -46,6 +45,7 @@ from raybatch.models import (
     field_values,
 )
 from raybatch.objects.port import ObjectStore
+from raybatch.review.corrections import redo_correction, redo_plan, redo_region
 from raybatch.review.mark import Thresholds, carried, kept_layout, mark_documents
 from raybatch.settings import PrepareSettings, RequestSettings, ReviewSettings, StoreSettings
 from raybatch.sources import read_source
@@ -171,7 +171,7 @@ class ResultWriter:
         stitched = stitch(answers, job.pages or 0)
         rotations = page_rotations(chunks, stitched)
         if job.error_class in (REDO, REDO_FRESH):
-            return self._redo(job, lease, answers, stitched, rotations)
+            return self._redo(job, lease, answers, stitched)
         kept = self._state.reviewed_layout(job.sha256)
         if kept and kept[0].job_id == job.id:  # reviewed here: its rows and objects stand as they are
             records = kept
@@ -196,30 +196,26 @@ class ResultWriter:
         lease: Lease,
         answers: Sequence[tuple[int, ChunkAnswer]],
         stitched: Sequence[StitchedDocument],
-        rotations: Mapping[int, int],
     ) -> tuple[int, int]:
-        """``raybatch redo``: the new answer becomes the current version of the job's documents,
-        in the ledger as a ``redo``; the previous versions (reviewed ones too) are kept."""
+        """``raybatch redo``: the new answer's documents over the pages asked again become new
+        versions, in the ledger as a ``redo``; the previous versions are kept."""
         current = self._state.list_documents(job.id)
-        highest = self._state.highest_versions(job.id)
-        versions = {index: highest.get(index, 0) + 1 for index in range(len(stitched))}
-        records = self._build_documents(job, stitched, rotations, lease, versions)
-        records = mark_documents(records, answers, stitched, self._ocr(job), self._thresholds)
-        self._state.renew_lease(lease, self._lease_seconds)
-        records = self._group(records)
-        now = {doc.index: doc.version for doc in current}
-        expected: dict[int, int | None] = {**{r.index: None for r in records}, **now}
-        digest = sha256_bytes("".join(answer.model_dump_json() for _, answer in answers).encode())[:16]
-        change = {"fresh": job.error_class == REDO_FRESH, "answers": digest}
-        correction = Correction(job.id, 0, now.get(0, 0), REDO, "redo", change, f"redo-{job.id}-{digest}")
+        answered = [_record(job, index, doc) for index, doc in enumerate(stitched)]
+        answered = mark_documents(answered, answers, stitched, self._ocr(job), self._thresholds)
+        region = redo_region(job.error_message)
+        plan = redo_plan(current, answered, region, self._state.highest_versions(job.id))
         self._fence(lease)
-        removed = [index for index in now if index >= len(records)]
-        self._state.record_correction(correction, expected, records, removed)
+        written = self.write_versions(job, plan.drafts)
+        digest = sha256_bytes("".join(answer.model_dump_json() for _, answer in answers).encode())[:16]
+        correction = redo_correction(job.id, current, digest, fresh=job.error_class == REDO_FRESH)
+        self._fence(lease)
+        self._state.record_correction(correction, plan.expected, written, plan.removed)
         records = self._state.list_documents(job.id)
         self._drop_stale_objects(job.id, records)
         self.publish(job, records, lease)
-        self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0, error_class=None)
-        self._metrics.documents_written(len(records), job.priority)
+        self._state.finish_claim(
+            lease, JobStatus.COMPLETED, progress=100.0, error_class=None, error_message=None
+        )
         return len(records), sum(1 for doc in records if doc.review == ReviewState.PENDING)
 
     def publish(self, job: JobRecord, records: Sequence[DocumentRecord], lease: Lease | None = None) -> None:
@@ -314,18 +310,7 @@ class ResultWriter:
         version: int = 1,
     ) -> DocumentRecord:
         pdf_key, thumb_key = self._put_document(job, index, version, pdf, thumb, lease)
-        return DocumentRecord(
-            job_id=job.id,
-            index=index,
-            first_page=doc.first_page,
-            last_page=doc.last_page,
-            doc_type=doc.type.value,
-            fields=dict(doc.fields),
-            **field_values(doc),
-            pdf_key=pdf_key,
-            thumb_key=thumb_key,
-            version=version,
-        )
+        return replace(_record(job, index, doc), pdf_key=pdf_key, thumb_key=thumb_key, version=version)
 
     def _group(self, records: list[DocumentRecord]) -> list[DocumentRecord]:
         """Group key per document, near-spellings joined to groups other jobs already made."""
@@ -363,6 +348,19 @@ class ResultWriter:
     def _put_json(self, key: str, data: bytes) -> None:
         json.loads(data)  # never write a manifest that does not parse
         self._store.put(key, data, content_type="application/json")
+
+
+def _record(job: JobRecord, index: int, doc: StitchedDocument) -> DocumentRecord:
+    """The row of a stitched document (its objects' keys not yet set)."""
+    return DocumentRecord(
+        job_id=job.id,
+        index=index,
+        first_page=doc.first_page,
+        last_page=doc.last_page,
+        doc_type=doc.type.value,
+        fields=dict(doc.fields),
+        **field_values(doc),
+    )
 
 
 def _known_groups(spellings: Sequence[tuple[str, str, str]]) -> Iterator[GroupIdentity]:
