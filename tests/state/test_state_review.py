@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from state_helpers import register, sha
 
 from raybatch.errors import ReviewConflict
-from raybatch.models import Correction, DocumentRecord, ReviewState
+from raybatch.models import Correction, DocumentRecord, JobStatus, ReviewState
 from raybatch.state import SqlStateStore
 
 
@@ -136,3 +136,14 @@ def test_review_totals_count_documents_by_state(store: SqlStateStore) -> None:
     store.upsert_documents(other, [document(other, 0)])
     assert store.review_totals() == {"none": 0, "pending": 2, "accepted": 1, "corrected": 0}
     assert store.review_totals([job])["pending"] == 1
+
+
+def test_a_job_being_redone_is_the_one_its_source_registers_to(store: SqlStateStore) -> None:
+    job = register(store, 1)[0].id
+    forced = register(store, 1, force=True)[0].id
+    for done in (job, forced):
+        store.transition(done, [JobStatus.PENDING], JobStatus.COMPLETED)
+    assert register(store, 1)[0].id == forced  # the newest, as always
+    assert store.redo_job(job, [0], fresh=True, pages=(1, 8))
+    again = register(store, 1)[0]
+    assert (again.id, again.status, again.error_message) == (job, JobStatus.PENDING, "pages 1-8")
