@@ -227,4 +227,10 @@ def test_a_doubting_run_is_reviewed_through_the_cli(
     assert asked.sent_at and sent and asked.sent_at > sent  # asked again, past the answer cache
     assert asked.input_tokens > 0 and asked.reused_from is None
     assert state.list_corrections(job)[-1].kind == "redo" and len(state.document_versions(job)) > versions
-    assert state.list_documents(job)[-1] == far  # documents away from the redone pages stay as reviewed
+    last = state.list_documents(job)[-1]  # away from the redone pages: as reviewed (its index may move)
+    assert (last.first_page, last.doc_type, last.amount, last.review) == (
+        far.first_page,
+        far.doc_type,
+        far.amount,
+        far.review,
+    )
