@@ -31,6 +31,7 @@ COMMAND_WORDS = {
     "eval": ["eval", "--truth", "truth.json"],
     "workload hold": ["workload", "hold", "x", "1"],
     "review": ["review", "list"],
+    "redo": ["redo", "12:3"],
 }
 
 
