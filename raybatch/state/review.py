@@ -74,32 +74,17 @@ class ReviewQueries(SqlBase):
         again by the next run of its source (``fresh``: past the answer cache; ``pages``: the pages
         whose documents its writer replaces, None for all); False when the job is not completed."""
         region = f"pages {pages[0]}-{pages[1]}" if pages else None
+        reopened = {**RELEASED_LEASE, "status": JobStatus.PENDING.value, "progress": 0.0, "attempts": 0}
         marks = {"error_class": REDO_FRESH if fresh else REDO, "error_message": region}
+        cleared = {"status": ChunkStatus.FAILED.value, "answer": None, "error_class": REDO}
+        completed = sa.and_(job_rows.c.id == job_id, job_rows.c.status == JobStatus.COMPLETED.value)
+        chosen = sa.and_(chunk_rows.c.job_id == job_id, chunk_rows.c.n.in_(list(chunk_ns)))
         with self._write() as conn:
             now = self._now()
-            where = sa.and_(job_rows.c.id == job_id, job_rows.c.status == JobStatus.COMPLETED.value)
-            reopened = {
-                **RELEASED_LEASE,
-                **marks,
-                "status": JobStatus.PENDING.value,
-                "progress": 0.0,
-                "attempts": 0,
-            }
-            if (
-                conn.execute(
-                    sa.update(job_rows).where(where).values({**reopened, "updated_at": now})
-                ).rowcount
-                != 1
-            ):
+            job = sa.update(job_rows).where(completed).values({**reopened, **marks, "updated_at": now})
+            if conn.execute(job).rowcount != 1:
                 return False
-            cleared = {
-                "status": ChunkStatus.FAILED.value,
-                "answer": None,
-                "error_class": REDO,
-                "updated_at": now,
-            }
-            chosen = sa.and_(chunk_rows.c.job_id == job_id, chunk_rows.c.n.in_(list(chunk_ns)))
-            conn.execute(sa.update(chunk_rows).where(chosen).values(cleared))
+            conn.execute(sa.update(chunk_rows).where(chosen).values({**cleared, "updated_at": now}))
             return True
 
     def get_correction(self, key: str) -> CorrectionRecord | None:
