@@ -1,5 +1,5 @@
 """``raybatch``: run, estimate, demo, status, pause, resume, cancel, urgent, eval, samples, emulator,
-workload, serve (the web console), users.
+workload, serve (the web console), users, review, redo, config, completion.
 
 Thin: parse arguments, build the settings once, configure logging, call the library.
 """
@@ -7,6 +7,7 @@ Thin: parse arguments, build the settings once, configure logging, call the libr
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import signal
 import sys
@@ -48,6 +49,8 @@ SETTING_FLAGS: dict[str, tuple[str, ...]] = {
     "workload": ("database_url",),
     "serve": LOCATION,
     "users": ("database_url",),
+    "review": LOCATION,
+    "redo": (*LOCATION, *TUNING, "raybatch_emulator", *SPEND),
 }
 _FLAGGED = {name for names in SETTING_FLAGS.values() for name in names}
 
@@ -149,6 +152,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     settings = settings_from(args, raybatch_home=str(out))
     if settings.anthropic_api_key is None:  # the demo answers with the emulator unless a key is set
         settings = settings.model_copy(update={"raybatch_emulator": True})
+        if settings.emulator_doubt is None:  # and doubts a little, so there is a review queue
+            from raybatch.claude.emulator.doubt import DEMO_DOUBT
+
+            settings = settings.model_copy(update={"emulator_doubt": json.dumps(DEMO_DOUBT)})
     return run_demo(
         settings,
         out,
@@ -196,7 +203,29 @@ def cmd_retry(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from raybatch.commands import read_truth, run_eval
 
+    if args.reviewed:
+        from raybatch.review.commands import run_eval_reviewed
+
+        return run_eval_reviewed(settings_from(args), as_json=args.json)
     return run_eval(settings_from(args), read_truth(Path(args.truth)), as_json=args.json)
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from raybatch.review.commands import run_review
+
+    return run_review(settings_from(args), args)
+
+
+def cmd_redo(args: argparse.Namespace) -> int:
+    from raybatch.commands import Said
+    from raybatch.review.redo import redo
+
+    report, cost = redo(
+        settings_from(args), args.target, fresh=args.fresh, progress=not (args.quiet or args.json)
+    )
+    said = Said(args.json)
+    said.line(f"job {args.target}: asked again; its requests cost ${cost:.4f} so far (the redo included)")
+    return said.end(0 if report.ok else 1, target=args.target, cost_usd=round(cost, 6))
 
 
 def cmd_samples(args: argparse.Namespace) -> int:
@@ -329,6 +358,7 @@ def _parser() -> argparse.ArgumentParser:
     config.add_argument("--json", action="store_true", help="print one JSON object")
     config.set_defaults(handler=cmd_config)
     _console_parsers(sub)
+    _review_parser(sub)
     return parser
 
 
@@ -395,7 +425,13 @@ def _demo_parser(sub: Any) -> None:
 
 def _eval_parser(sub: Any) -> None:
     command = sub.add_parser("eval", help="score the documents found against a truth.json")
-    command.add_argument("--truth", required=True, metavar="FILE", help="a truth.json (as `samples` writes)")
+    truth = command.add_mutually_exclusive_group(required=True)
+    truth.add_argument(
+        "--truth", metavar="FILE", help="a truth.json (as `samples` or `review export` writes)"
+    )
+    truth.add_argument(
+        "--reviewed", action="store_true", help="score the model against the reviewed versions"
+    )
     add_setting_flags(command, SETTING_FLAGS["eval"])
     command.add_argument("--json", action="store_true", help="print one JSON object")
     command.set_defaults(handler=cmd_eval)
@@ -447,6 +483,13 @@ def _console_parsers(sub: Any) -> None:
     _json_flag(add)
     add.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
     add_setting_flags(add, SETTING_FLAGS["users"], default=argparse.SUPPRESS)  # the parent's stands
+
+
+def _review_parser(sub: Any) -> None:
+    from raybatch.review.arguments import add_redo_parser, add_review_parser
+
+    add_review_parser(sub, SETTING_FLAGS["review"], cmd_review)
+    add_redo_parser(sub, SETTING_FLAGS["redo"], cmd_redo)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -116,6 +116,10 @@ def run_demo(
     figures = evaluate_run(state, truth)
     out.console.print(out.evaluation_table(figures))
     out.console.print(f"documents, thumbnails and manifests in {settings.store}")
+    pending = state.review_totals([j.id for j in report.jobs])["pending"]
+    if pending:
+        where = f"--db {settings.database_url} --store {settings.store}"
+        out.console.print(f"{pending} documents wait for review: raybatch review list {where}")
     show_failures(report)
     out.console.print(f"to look at them and review them in the browser: {console_command(settings)}")
     return 0 if report.ok else 1

@@ -23,7 +23,8 @@
     │   ├── LeaseLost              a stale owner tried to complete work it no longer holds
     │   ├── ObjectNotFound         a key that is not in the store
     │   ├── InvalidObjectKey       a key, prefix or metadata entry refused before touching storage
-    │   └── StorageRejected        the object store refused for good (denied, no bucket, bad request)
+    │   ├── StorageRejected        the object store refused for good (denied, no bucket, bad request)
+    │   └── ReviewConflict         a correction made from a version that is no longer the current one
     └── SpendLimitReached          the account's spend limit: work is parked, not failed
 
 Messages never carry secrets or page text. Foreign exceptions are translated once, at the port
@@ -160,6 +161,10 @@ class InvalidObjectKey(PermanentError, ValueError):
 
 class StorageRejected(PermanentError):
     """The object store refused a request for good: access denied, no such bucket, bad request."""
+
+
+class ReviewConflict(PermanentError):
+    """A correction made from a document version another correction has replaced: nothing changed."""
 
 
 class SpendLimitReached(RaybatchError):

@@ -10,6 +10,10 @@ Definitions (pages are 1-based):
   page); an *under-split* is a found document that an expected document starts inside.
 - A document is *exact* when a found one has the same first and last page. ``type_accuracy`` is
   the share of exact documents whose type is right (0.0 when no document is exact).
+- ``field_accuracy`` is the share of the declared fields (title, date, number, counterparty, amount,
+  currency, reference) the truth gives for exact documents whose found value is the same (text
+  compared ignoring case and spaces, amounts to the cent); a field the truth gives as null counts
+  only when something was found for it. 0.0 when no field was compared.
 - A bundle of the truth with nothing found counts in full as missed; found bundles that the truth
   does not know are listed and otherwise ignored.
 
@@ -24,14 +28,19 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from raybatch.models import DOCUMENT_FIELDS
+
+FIELD_NAMES = tuple(spec.name for spec in DOCUMENT_FIELDS)
+
 
 @dataclass(frozen=True)
 class Span:
-    """One document reduced to what is scored: its pages and its type."""
+    """One document reduced to what is scored: its pages, its type and its declared fields."""
 
     first: int
     last: int
     type: str
+    fields: tuple[tuple[str, Any], ...] = ()
 
 
 def evaluate(
@@ -76,8 +85,13 @@ def _spans(documents: Sequence[Any], blanks: frozenset[int]) -> list[Span]:
             first += 1
         while last > first and last in blanks:
             last -= 1
-        spans.append(Span(first, last, str(kind).lower()))
+        fields = tuple((name, _get(doc, name)) for name in FIELD_NAMES if _has(doc, name))
+        spans.append(Span(first, last, str(kind).lower(), fields))
     return sorted(spans, key=lambda span: (span.first, span.last))
+
+
+def _has(doc: Any, name: str) -> bool:
+    return name in doc if isinstance(doc, Mapping) else hasattr(doc, name)
 
 
 def _get(doc: Any, name: str, *default: Any) -> Any:
@@ -110,7 +124,29 @@ def _score_bundle(expected: list[Span], got: list[Span] | None, first_page: int)
             for want, have in matched
             if want.type != have.type
         ],
+        **_field_scores(matched),
     }
+
+
+def _field_scores(matched: list[tuple[Span, Span]]) -> dict[str, Any]:
+    compared, errors = 0, []
+    for want, have in matched:
+        found = dict(have.fields)
+        for name, value in want.fields:
+            if value is None and found.get(name) is None:
+                continue
+            compared += 1
+            if not _same_value(value, found.get(name)):
+                errors.append(
+                    {"first_page": want.first, "field": name, "expected": value, "found": found.get(name)}
+                )
+    return {"fields_compared": compared, "fields_right": compared - len(errors), "field_errors": errors}
+
+
+def _same_value(want: Any, have: Any) -> bool:
+    if isinstance(want, int | float) and isinstance(have, int | float):
+        return abs(float(want) - float(have)) < 0.005
+    return " ".join(str(want).lower().split()) == " ".join(str(have).lower().split())
 
 
 def _split_inside(spans: Sequence[Span], starts: set[int]) -> int:
@@ -138,6 +174,9 @@ def _summary(bundles: dict[str, dict[str, Any]], *, unexpected: list[str]) -> di
         "over_splits": total("over_splits"),
         "under_splits": total("under_splits"),
         "type_accuracy": round(total("types_right") / exact, 6) if exact else 0.0,
+        "field_accuracy": round(total("fields_right") / compared, 6)
+        if (compared := total("fields_compared"))
+        else 0.0,
         "documents_expected": total("documents_expected"),
         "documents_found": total("documents_found"),
         "documents_exact": exact,

@@ -100,13 +100,13 @@ class OutputKeys:
         """Object-key prefix of one job's outputs."""
         return f"{self.jobs}{job_id}"
 
-    def document_pdf(self, job_id: int, index: int) -> str:
-        """Key of document ``index`` of a job, as its own PDF."""
-        return f"{self.job_prefix(job_id)}/documents/{index}.pdf"
+    def document_pdf(self, job_id: int, index: int, version: int = 1) -> str:
+        """Key of document ``index`` of a job, as its own PDF (``<n>.v<k>.pdf`` from version 2)."""
+        return f"{self.job_prefix(job_id)}/documents/{index}{_version(version)}.pdf"
 
-    def document_thumb(self, job_id: int, index: int) -> str:
-        """Key of the thumbnail of document ``index`` of a job."""
-        return f"{self.job_prefix(job_id)}/documents/{index}.webp"
+    def document_thumb(self, job_id: int, index: int, version: int = 1) -> str:
+        """Key of the thumbnail of document ``index`` of a job (``<n>.v<k>.webp`` from version 2)."""
+        return f"{self.job_prefix(job_id)}/documents/{index}{_version(version)}.webp"
 
     def manifest(self, job_id: int) -> str:
         """Key of a job's manifest.json."""
@@ -135,3 +135,8 @@ class OutputKeys:
 
 
 _DATABASE_ID = re.compile(r"[0-9a-f]{8,64}")
+
+
+def _version(version: int) -> str:
+    """A document version's part of its keys: none for the first (today's keys), ``.v<k>`` after."""
+    return "" if version == 1 else f".v{version}"

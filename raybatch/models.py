@@ -304,6 +304,25 @@ def field_values(document: object) -> dict[str, Any]:
     return {spec.name: getattr(document, spec.name) for spec in DOCUMENT_FIELDS}
 
 
+class ReviewState(StrEnum):
+    """Whether a document waits for a person: not needed (sure enough), pending, or reviewed."""
+
+    NONE = "none"
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    CORRECTED = "corrected"
+
+    @property
+    def reviewed(self) -> bool:
+        """A person has seen it: no model answer replaces it any more."""
+        return self in (ReviewState.ACCEPTED, ReviewState.CORRECTED)
+
+
+# A job's error_class while ``raybatch redo`` asks Claude again for some of its chunks (``fresh``:
+# past the answer cache); its writer writes the new answer as new versions and clears it.
+REDO, REDO_FRESH = "redo", "redo:fresh"
+
+
 @dataclass(frozen=True)
 class DocumentRecord(DocumentFields):
     """One document found in a job: its pages, fields and object keys."""
@@ -318,6 +337,47 @@ class DocumentRecord(DocumentFields):
     pdf_key: str | None = None
     thumb_key: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # raybatch.review: each correction makes a new version; the score, its reasons, the review state
+    version: int = 1
+    confidence: float | None = None
+    review: str = ReviewState.NONE.value
+    review_reasons: list[str] = field(default_factory=list)
+    field_confidence: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Correction:
+    """One correction a reviewer asks for, before it is applied: ``kind`` is accept, set, split, merge,
+    move or redo; ``change`` what it changes; ``key`` makes applying it twice a no-op."""
+
+    job_id: int
+    index: int
+    base_version: int  # the version of the document the reviewer saw
+    kind: str
+    reviewer: str
+    change: Mapping[str, Any]
+    key: str
+
+
+@dataclass(frozen=True)
+class CorrectionRecord(Correction):
+    """An applied correction, as the ledger keeps it: when, and the versions it wrote."""
+
+    id: int = 0
+    created_at: datetime | None = None
+    written: tuple[tuple[int, int], ...] = ()  # (index, version) of each document written
+    removed: tuple[int, ...] = ()  # indexes that no longer exist after it
+
+
+@dataclass(frozen=True)
+class DocumentVersion:
+    """A document's previous version: its row as it was, and its objects (kept, still readable)."""
+
+    job_id: int
+    index: int
+    version: int
+    record: DocumentRecord
+    replaced_by: int | None = None  # the correction that replaced it
 
 
 class ConsoleRole(StrEnum):

@@ -372,6 +372,8 @@ def claude_endpoint(settings: Settings, notice: Notice) -> Iterator[tuple[Settin
             f"emulator: using the built-in Claude emulator at {url} "
             "(it answers by simple rules from the page text; its answers are marked as emulated)"
         )
+        if settings.emulator_doubt:
+            notice(f"emulator: it doubts on purpose, for review to find: {settings.emulator_doubt}")
         yield emulated, url
 
 
@@ -380,9 +382,11 @@ def builtin_emulator(settings: Settings, host: str) -> Iterator[tuple[Settings, 
     """The built-in emulator on ``host``, answering only calls that carry a key made for this run
     (on a cluster it listens where every node can reach it); the settings that reach it."""
     from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+    from raybatch.claude.emulator.doubt import doubt_faults
 
     key = secrets.token_urlsafe(24)
-    with EmulatorServer(EmulatorConfig(processing_seconds=2.0, api_key=key), host=host) as server:
+    config = EmulatorConfig(processing_seconds=2.0, api_key=key, faults=doubt_faults(settings.emulator_doubt))
+    with EmulatorServer(config, host=host) as server:
         update = {"anthropic_base_url": server.base_url, "anthropic_api_key": SecretStr(key)}
         yield settings.model_copy(update=update), server.base_url
 

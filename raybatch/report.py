@@ -57,6 +57,7 @@ def status_summary(
         "requests_emulated": requests.emulated,
         "spend": spend_status(state, prices),
         "canceled": canceled_spend(state, prices, wanted),
+        "review": {s: n for s, n in state.review_totals(wanted).items() if s != "none"},
     }
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from raybatch.ids import custom_id
-from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus
+from raybatch.models import REDO_FRESH, ChunkRecord, ChunkStatus, JobRecord, JobStatus
 from raybatch.ocr import open_ocr
 from raybatch.settings import OcrSettings, PrepareSettings, RequestSettings, Settings
 from raybatch.state.port import JobsWithChunks
@@ -56,12 +56,18 @@ def outstanding_of(
         held = {c.n: c for c in state.get_chunks(job.id)} if any_answered else {}
         keyed = [(plan, key_of(job, plan.n)) for plan in plan_chunks(job.pages or 0)]
         todo[job.id] = [(plan, key) for plan, key in keyed if not _done(held.get(plan.n), key)]
-    answers = state.answers_for([key for keyed in todo.values() for _, key in keyed])
+    cached = [key for job, _ in jobs if job.error_class != REDO_FRESH for _, key in todo[job.id]]
+    answers = state.answers_for(cached)  # ``raybatch redo --fresh`` goes past the answer cache
     for job, _ in jobs:
-        reused = [_reused(job, plan, key, answers[key]) for plan, key in todo[job.id] if key in answers]
+        answers_of = {} if job.error_class == REDO_FRESH else answers
+        reused = [_reused(job, plan, key, answers_of[key]) for plan, key in todo[job.id] if key in answers_of]
         if reused:
             state.save_chunks(job.id, reused)
-    return {job_id: [plan for plan, key in keyed if key not in answers] for job_id, keyed in todo.items()}
+    fresh = {job.id for job, _ in jobs if job.error_class == REDO_FRESH}
+    return {
+        job_id: [plan for plan, key in keyed if job_id in fresh or key not in answers]
+        for job_id, keyed in todo.items()
+    }
 
 
 def reopen_changed(state: JobsWithChunks, jobs: Sequence[JobRecord], key_of: KeyOf) -> list[int]:

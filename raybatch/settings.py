@@ -287,6 +287,19 @@ class ConsoleSettings(_Section):
     console_secret: SecretStr | None = Field(None, description="the key signing the console's sessions")
 
 
+class ReviewSettings(_Section):
+    """Review: the score below which a document waits for a person (a class's own ``review_below``
+    wins), and the doubt the built-in emulator shows (the demo's review queue)."""
+
+    review_below: float = Field(
+        default=0.7, ge=0.0, le=1.0, description="documents scoring below this wait for review"
+    )
+    emulator_doubt: str | None = Field(
+        default=None,
+        description='JSON doubt knobs of the built-in emulator, e.g. {"wrong_class_fraction": 0.1}',
+    )
+
+
 class RaySettings(_Section):
     """How the job reaches Ray."""
 
@@ -304,6 +317,7 @@ class Settings(
     WriterSettings,
     WorkloadSettings,
     ConsoleSettings,
+    ReviewSettings,
     RaySettings,
 ):
     """Every knob of raybatch, read once from flags, the environment, ``.env`` and ``raybatch.toml``."""
@@ -364,6 +378,7 @@ class Settings(
             store=self.section(StoreSettings),
             prepare=self.section(PrepareSettings),
             request=self.section(RequestSettings),
+            review=self.section(ReviewSettings),
         )
 
     def for_coordinator(self) -> CoordinatorActorSettings:
@@ -406,6 +421,7 @@ class WriterActorSettings(_Section):
     store: StoreSettings
     prepare: PrepareSettings
     request: RequestSettings
+    review: ReviewSettings = ReviewSettings()
 
 
 class CoordinatorActorSettings(_Section):

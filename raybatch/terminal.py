@@ -106,6 +106,7 @@ class ProgressBars:
             f"batches {progress.active_batches}, writers {progress.writer_mb:.0f} MB, "
             f"docs {progress.documents}"
         )
+        detail += f", review {progress.review_pending}" if progress.review_pending else ""
         self._bars.update(
             self._pages, total=progress.pages_total or None, completed=progress.pages_prepared, detail=detail
         )
@@ -172,6 +173,8 @@ def status_table(summary: Mapping[str, Any]) -> Table:
     for name in ("jobs", "pages", "documents", "active_batches", "input_tokens", "output_tokens"):
         table.add_row(name.replace("_", " "), f"{summary[name]:,}")
     table.add_row("requests (reused, emulated)", _requests(summary))
+    if summary.get("review"):
+        table.add_row("review (pending, accepted, corrected)", _review(summary["review"]))
     table.add_row("estimated cost", f"${summary['estimated_cost_usd']:.4f}")
     table.add_row("paused", "yes" if summary["paused"] else "no")
     if summary.get("canceled", {}).get("jobs"):
@@ -181,6 +184,10 @@ def status_table(summary: Mapping[str, Any]) -> Table:
     if summary.get("spend"):
         table.add_row("spend cap", spend_line(summary["spend"]))
     return table
+
+
+def _review(review: Mapping[str, int]) -> str:
+    return f"{review.get('pending', 0):,} ({review.get('accepted', 0):,}, {review.get('corrected', 0):,})"
 
 
 def _requests(summary: Mapping[str, Any]) -> str:

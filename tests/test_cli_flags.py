@@ -30,6 +30,8 @@ COMMAND_WORDS = {
     "estimate": ["estimate", "src"],
     "eval": ["eval", "--truth", "truth.json"],
     "workload hold": ["workload", "hold", "x", "1"],
+    "review": ["review", "list"],
+    "redo": ["redo", "12:3"],
 }
 
 

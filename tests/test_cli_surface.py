@@ -10,7 +10,7 @@ import pytest
 from raybatch.cli import _parser, main
 
 # Commands that serve or run something else until stopped: nothing to report as one JSON object.
-NO_JSON = {"emulator", "workload hold", "demo", "serve", "completion"}
+NO_JSON = {"emulator", "workload hold", "demo", "serve", "completion", "review"}  # review: a group
 
 
 def commands(

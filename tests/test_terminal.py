@@ -69,3 +69,26 @@ def test_the_document_list_has_a_row_per_document_and_keeps_brackets() -> None:
     assert len(rows) == 2
     assert "[DRAFT] Invoice 7" in rows[0] and "1-2" in rows[0] and "12.5" in rows[0]
     assert "ACME" in rows[1] and "letter" in rows[1]
+
+
+def test_the_progress_line_and_status_say_how_many_documents_wait_for_review(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dataclasses import replace
+
+    from raybatch.terminal import status_table
+
+    outputs: list[Output] = []
+    monkeypatch.setattr(
+        "IPython.display.display", lambda shown, **_: outputs.append(Output(shown)) or outputs[-1]
+    )
+    with ProgressBars(shown_on=Console(force_jupyter=True)) as bars:
+        bars.update(replace(snapshot(2), review_pending=4))
+    assert "review 4" in text_of(outputs[0].shown[-1])
+    summary: dict[str, Any] = {
+        "by_status": {"completed": 2}, "jobs": 2, "pages": 10, "documents": 3, "active_batches": 0,
+        "input_tokens": 1, "output_tokens": 1, "requests": 1, "requests_reused": 0, "requests_emulated": 1,
+        "estimated_cost_usd": 0.0, "paused": False, "review": {"pending": 4, "accepted": 1, "corrected": 2},
+    }  # fmt: skip
+    [row] = [line for line in text_of(status_table(summary)).splitlines() if "review (" in line]
+    assert row.split("│")[1:3] == [" review (pending, accepted, corrected) ", " 4 (1, 2) "]

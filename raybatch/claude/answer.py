@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from raybatch.models import DOCUMENT_FIELDS, DocumentFields
 
-PROMPT_VERSION = "2026-11-30.1"
+PROMPT_VERSION = "2026-12-01.1"
 
 
 class DocType(StrEnum):
@@ -26,6 +26,10 @@ class DocType(StrEnum):
     LETTER = "letter"
     RECEIPT = "receipt"
     OTHER = "other"
+
+
+# The model's own confidence (raybatch.review reads it); optional, so answers kept from before parse.
+CONFIDENCE_DESCRIPTION = "how sure you are of this document's pages, type and fields, from 0 to 1"
 
 
 class _Strict(BaseModel):
@@ -51,6 +55,7 @@ if TYPE_CHECKING:  # the type checker reads the declared fields' types; at run t
 
     class FoundDocument(_DocumentPlace, DocumentFields):  # type: ignore[misc]  # a model, not a dataclass
         fields: list[NamedField]
+        confidence: float | None = None
 
 else:
     FoundDocument = create_model(
@@ -60,6 +65,7 @@ else:
         __doc__="One document, or the part of one, that lies in this chunk. Pages are absolute source pages.",
         **{spec.name: (spec.kind | None, Field(description=spec.description)) for spec in DOCUMENT_FIELDS},
         fields=(list[NamedField], ...),
+        confidence=(float | None, Field(None, description=CONFIDENCE_DESCRIPTION)),
     )
 
 

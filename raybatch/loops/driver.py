@@ -68,6 +68,7 @@ class Progress:
     elapsed: float
     parked: str | None = None  # why submissions wait for a higher spend cap
     pages_from_store: int = 0  # of pages_prepared: prepared by an earlier ``estimate``, not again
+    review_pending: int = 0  # documents written that wait for a person (raybatch.review)
     urgent_total: int = 0  # of total: urgent jobs
     urgent_done: int = 0  # of done: urgent jobs ended
 
@@ -157,6 +158,7 @@ class Driver:
         self._sent: list[Any] = []  # coordinator calls not yet answered, oldest first
         self._candidates: list[JobRecord] = []
         self._documents = 0
+        self._review_pending = 0
         self._snapshot: Any = None
         self._snapshot_ref: Any = None
         now = monotonic()
@@ -233,7 +235,9 @@ class Driver:
                 return self._state.get_jobs(self._seen)
             self._step()
             if self._live == 0 and (self._parts.intake is None or self._parts.intake.finished):
-                self._documents += sum(r.documents for r in self._parts.writers.drain())
+                for report in self._parts.writers.drain():
+                    self._documents += report.documents
+                    self._review_pending += report.review_pending
                 self._forget()
                 for ref in self._sent:
                     self._parts.wait([ref], self._tick_seconds)
@@ -382,6 +386,7 @@ class Driver:
         writers = self._parts.writers
         for report in writers.collect():
             self._documents += report.documents
+            self._review_pending += report.review_pending
             self._see(report.job_id, report.status)
             if report.error:
                 log.warning("job %d: %s", report.job_id, report.error)
@@ -589,6 +594,7 @@ class Driver:
             pages_total=self._pages_total,
             pages_prepared=self._parts.scheduler.pages_prepared,
             documents=self._documents,
+            review_pending=self._review_pending,
             active_batches=snapshot.active_batches if snapshot else 0,
             writer_mb=self._parts.writers.in_flight_mb,
             paused=bool(snapshot and snapshot.paused),

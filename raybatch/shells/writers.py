@@ -28,6 +28,7 @@ class WriterActor:
             sources=settings.store,
             prepare=settings.prepare,
             claude=settings.request,
+            review=settings.review,
             lease_seconds=settings.state.lease_seconds,
             metrics=Metrics(),
         )

@@ -19,6 +19,8 @@ from sqlalchemy.engine import Connection
 
 from raybatch.errors import InvalidSource, LeaseLost, SourceProblem, retried_on_rerun
 from raybatch.models import (
+    REDO,
+    REDO_FRESH,
     TERMINAL_JOB_STATUSES,
     JobRecord,
     JobStatus,
@@ -321,11 +323,16 @@ class JobQueries(SqlBase):
 
     @staticmethod
     def _latest_of(conn: Connection, digests: list[str]) -> dict[str, JobRecord]:
-        """The newest job of each of these contents that has one."""
+        """The newest job of each of these contents that has one (one ``raybatch redo`` is asking
+        again for wins: its source's next run is what takes it up)."""
         latest: dict[str, JobRecord] = {}
         for group in in_groups(digests):
             for row in conn.execute(sa.select(jobs).where(jobs.c.sha256.in_(group)).order_by(jobs.c.id)):
-                latest[row.sha256] = job_record(row)
+                held = latest.get(row.sha256)
+                if held is None or not (
+                    held.status is JobStatus.PENDING and held.error_class in (REDO, REDO_FRESH)
+                ):
+                    latest[row.sha256] = job_record(row)
         return latest
 
     @staticmethod

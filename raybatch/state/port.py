@@ -24,7 +24,10 @@ from raybatch.models import (
     ChunkRecord,
     ChunkStatus,
     ConsoleRole,
+    Correction,
+    CorrectionRecord,
     DocumentRecord,
+    DocumentVersion,
     JobRecord,
     JobStatus,
     Lease,
@@ -642,6 +645,60 @@ class ConsoleUsers(Protocol):
         ...
 
 
+class Reviews(Protocol):
+    """The corrections ledger, previous document versions and the review queue (raybatch.review)."""
+
+    def record_correction(
+        self,
+        correction: Correction,
+        expected: Mapping[int, int | None],
+        documents: Sequence[DocumentRecord],
+        removed: Sequence[int] = (),
+    ) -> tuple[CorrectionRecord, bool]:
+        """Apply a correction in one transaction: (its record, whether it changed anything). An
+        idempotency key seen before changes nothing; a version not as ``expected``: ReviewConflict."""
+        ...
+
+    def redo_job(
+        self,
+        job_id: int,
+        chunk_ns: Sequence[int],
+        *,
+        fresh: bool = False,
+        pages: tuple[int, int] | None = None,
+    ) -> bool:
+        """A completed job back to pending with these chunks' answers cleared (``raybatch redo``)."""
+        ...
+
+    def get_correction(self, key: str) -> CorrectionRecord | None:
+        """The correction applied under idempotency ``key``, if any."""
+        ...
+
+    def list_corrections(self, job_id: int | None = None) -> list[CorrectionRecord]:
+        """Applied corrections, oldest first, optionally of one job."""
+        ...
+
+    def document_versions(self, job_id: int, index: int | None = None) -> list[DocumentVersion]:
+        """A job's previous document versions (rows and object keys as they were)."""
+        ...
+
+    def highest_versions(self, job_id: int) -> dict[int, int]:
+        """The highest version each index of a job has had, current or previous."""
+        ...
+
+    def documents_in_review(self, states: Sequence[str]) -> list[DocumentRecord]:
+        """Current documents in one of these review states, in (job, index) order."""
+        ...
+
+    def review_totals(self, job_ids: Sequence[int] | None = None) -> dict[str, int]:
+        """Current documents by review state, of ``job_ids`` or all (counted, none loaded)."""
+        ...
+
+    def reviewed_layout(self, sha256: str) -> list[DocumentRecord]:
+        """The current documents of the newest job of this source with a reviewed document."""
+        ...
+
+
 class JobsWithChunks(JobStates, ChunkStates, Protocol):
     """Jobs and their chunks: what settles, reuses or reprioritises a job by its chunks."""
 
@@ -661,6 +718,7 @@ class StateStore(
     Coordinators,
     ConsoleReads,
     ConsoleUsers,
+    Reviews,
     Protocol,
 ):
     """The whole store: every slice, for the callers that need them all (one database)."""

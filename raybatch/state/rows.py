@@ -109,12 +109,18 @@ def document_values(document: DocumentRecord) -> dict[str, Any]:
     values = {name: getattr(document, name) for name in DOCUMENT_COLUMNS}
     values["fields"] = dict(document.fields)
     values["extra"] = dict(document.extra)
+    values["review_reasons"] = list(document.review_reasons)
+    values["field_confidence"] = dict(document.field_confidence)
     return values
 
 
 def document_record(row: Row[Any]) -> DocumentRecord:
     """A documents row as a DocumentRecord."""
-    return _record(DocumentRecord, row, index=row.doc_index)
+    reviewed = {
+        "review_reasons": list(row.review_reasons or []),
+        "field_confidence": dict(row.field_confidence or {}),
+    }
+    return _record(DocumentRecord, row, index=row.doc_index, **reviewed)
 
 
 def error_record(row: Row[Any]) -> ErrorRecord:

@@ -163,8 +163,46 @@ documents = sa.Table(
     sa.Column("pdf_key", sa.Text),
     sa.Column("thumb_key", sa.Text),
     sa.Column("extra", sa.JSON, nullable=False),
+    # raybatch.review: the current version, its score, reasons and review state (0500_review)
+    sa.Column("version", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("confidence", sa.Float),
+    sa.Column("review", sa.String(16), nullable=False, server_default="none", index=True),
+    sa.Column("review_reasons", sa.JSON),
+    sa.Column("field_confidence", sa.JSON),
     *_created(),
     sa.UniqueConstraint("job_id", "doc_index"),
+)
+
+# Corrections: one row each, the ledger of what people changed (raybatch.review).
+corrections = sa.Table(
+    "corrections",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("idempotency_key", sa.String(64), nullable=False, unique=True),
+    sa.Column("job_id", sa.Integer, sa.ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False, index=True),
+    sa.Column("doc_index", sa.Integer, nullable=False),
+    sa.Column("base_version", sa.Integer, nullable=False),  # the version of the document it applied to
+    sa.Column("kind", sa.String(16), nullable=False),  # accept, set, split, merge, move, redo
+    sa.Column("reviewer", sa.String(200), nullable=False),
+    sa.Column("change", sa.JSON, nullable=False),  # what changed, as the correction said it
+    sa.Column("result", sa.JSON, nullable=False),  # the (index, version) pairs it wrote, and removed
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+)
+
+# The versions a correction replaced: each previous row as it was, with its objects' keys.
+document_versions = sa.Table(
+    "document_versions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("job_id", sa.Integer, sa.ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("doc_index", sa.Integer, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("record", sa.JSON, nullable=False),  # the documents row's values
+    sa.Column("pdf_key", sa.Text),
+    sa.Column("thumb_key", sa.Text),
+    sa.Column("replaced_by", sa.Integer, sa.ForeignKey("corrections.id", ondelete="SET NULL")),
+    sa.Column("created_at", UtcDateTime(), nullable=False),
+    sa.UniqueConstraint("job_id", "doc_index", "version"),
 )
 
 groups = sa.Table(

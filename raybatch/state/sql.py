@@ -15,9 +15,10 @@ from raybatch.state.chunks import ChunkQueries
 from raybatch.state.console import ConsoleQueries
 from raybatch.state.coordination import CoordinationQueries
 from raybatch.state.jobs import JobQueries
+from raybatch.state.review import ReviewQueries
 
 
 class SqlStateStore(
-    JobQueries, ChunkQueries, BatchQueries, CatalogQueries, CoordinationQueries, ConsoleQueries
+    JobQueries, ChunkQueries, BatchQueries, CatalogQueries, CoordinationQueries, ConsoleQueries, ReviewQueries
 ):
     """The state store on a SQLAlchemy URL; picklable (rebuilt from its URL in each process)."""

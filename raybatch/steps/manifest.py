@@ -88,7 +88,19 @@ def _document_entry(doc: DocumentRecord, job_cost: float, job_pages: int) -> dic
         "pdf_key": doc.pdf_key,
         "thumb_key": doc.thumb_key,
         "extra": dict(doc.extra),
+        **_review_entry(doc),
         "estimated_cost_usd": round(job_cost * pages / job_pages, 6) if job_pages else 0.0,
+    }
+
+
+def _review_entry(doc: DocumentRecord) -> dict[str, Any]:
+    """The document's version, score and review state (raybatch.review)."""
+    return {
+        "version": doc.version,
+        "confidence": _finite(doc.confidence),
+        "review": doc.review,
+        "review_reasons": list(doc.review_reasons),
+        "field_confidence": dict(doc.field_confidence),
     }
 
 

@@ -30,6 +30,14 @@ def _document_fields() -> Iterator[pa.Field]:
             yield pa.field("date_value", pa.date32())
 
 
+def _review_fields() -> Iterator[pa.Field]:
+    """The document's version, score and review state (raybatch.review); older files read as nulls."""
+    yield pa.field("version", pa.int32())
+    yield pa.field("confidence", pa.float64())
+    yield pa.field("review", pa.string())
+    yield pa.field("review_reasons", pa.list_(pa.string()))
+
+
 SCHEMA = pa.schema(
     [
         pa.field("job_id", pa.int64(), nullable=False),
@@ -45,6 +53,7 @@ SCHEMA = pa.schema(
         pa.field("pdf_key", pa.string()),
         pa.field("thumb_key", pa.string()),
         pa.field("fields", pa.map_(pa.string(), pa.string())),
+        *_review_fields(),
     ]
 )
 
@@ -93,6 +102,10 @@ def _row(doc: DocumentRecord, job: JobRecord | None) -> dict[str, Any]:
         "pdf_key": doc.pdf_key,
         "thumb_key": doc.thumb_key,
         "fields": sorted(doc.fields.items()),
+        "version": doc.version,
+        "confidence": doc.confidence,
+        "review": doc.review,
+        "review_reasons": list(doc.review_reasons),
     }
 
 

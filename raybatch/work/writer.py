@@ -1,8 +1,10 @@
 """ResultWriter: one answered job → its documents in object storage, its rows, its manifest.
 
 Per job: stitch the chunk answers (validated when filed), slice each document's pages into its own
-PDF turned upright, draw a thumbnail, upload both, then group, upsert rows, write the manifest and
-the job's slice of the Parquet table, and complete the job under its lease. Keys come from ids, so
+PDF turned upright, draw a thumbnail, upload both, score each document and mark the doubtful ones
+for review, then group, upsert rows, write the manifest and the job's slice of the Parquet table,
+and complete the job under its lease. A source a person reviewed keeps its reviewed documents: a
+rerun or ``--force`` slices them again, never the model's answer. Keys come from ids, so
 a rerun rewrites the same objects and rows. Plain class: Ray runs a pool of them as actors.
 
 Every object is put only while the lease still holds, and the database refuses a canceled job's
@@ -29,13 +31,26 @@ from raybatch.cancel import remove_outputs
 from raybatch.claude.answer import PROMPT_VERSION, ChunkAnswer
 from raybatch.cost import prices_for
 from raybatch.errors import LeaseLost, PermanentError, RaybatchError, TransientError, error_class
-from raybatch.ids import OutputKeys
+from raybatch.ids import OutputKeys, sha256_bytes
 from raybatch.metrics import Metrics
-from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, JobStatus, Lease, field_values
+from raybatch.models import (
+    REDO,
+    REDO_FRESH,
+    ChunkRecord,
+    DocumentRecord,
+    JobRecord,
+    JobStatus,
+    Lease,
+    ReviewState,
+    TextSource,
+    field_values,
+)
 from raybatch.objects.port import ObjectStore
-from raybatch.settings import PrepareSettings, RequestSettings, StoreSettings
+from raybatch.review.corrections import redo_correction, redo_plan, redo_region
+from raybatch.review.mark import Thresholds, carried, kept_layout, mark_documents
+from raybatch.settings import PrepareSettings, RequestSettings, ReviewSettings, StoreSettings
 from raybatch.sources import read_source_patiently
-from raybatch.state.port import Catalog, Flags, JobsWithChunks
+from raybatch.state.port import Catalog, Flags, JobsWithChunks, PageTexts, Reviews
 from raybatch.steps.group import GroupIdentity, assign_groups, group_identity
 from raybatch.steps.manifest import build_manifest
 from raybatch.steps.open_source import open_source
@@ -48,7 +63,7 @@ from raybatch.units import MIB
 log = logging.getLogger(__name__)
 
 
-class WriterState(JobsWithChunks, Catalog, Flags, Protocol):
+class WriterState(JobsWithChunks, Catalog, Flags, PageTexts, Reviews, Protocol):
     """The slices of the state store that writing a job's documents uses."""
 
 
@@ -64,6 +79,7 @@ class WriteReport:
     documents: int
     peak_rss_mb: float
     error: str | None = None
+    review_pending: int = 0  # of its documents, those that wait for a person
 
 
 def documents_at_once(size_bytes: int) -> int:
@@ -101,6 +117,7 @@ class ResultWriter:
         claude: RequestSettings,
         lease_seconds: float = 300.0,
         metrics: Metrics | None = None,
+        review: ReviewSettings | None = None,
     ) -> None:
         self._state = state
         self._store = store
@@ -110,6 +127,7 @@ class ResultWriter:
         self._lease_seconds = lease_seconds
         self._metrics = metrics or Metrics()
         self._output_keys: OutputKeys | None = None
+        self._thresholds = Thresholds((review or ReviewSettings()).review_below)
 
     def _keys(self) -> OutputKeys:
         """This database's object keys (its id is read once)."""
@@ -121,15 +139,15 @@ class ResultWriter:
         """Write one job held under ``lease``; failures end the job (permanent) or release it."""
         started = time.time()
         job = self._state.get_job(lease.job_id)
-        count = 0
+        count = pending = 0
         try:
-            count = self._write(job, lease)
+            count, pending = self._write(job, lease)
             status, error = JobStatus.COMPLETED, None
         except Exception as exc:  # every failure is this job's, not the writer's: see _failed
             status, error = self._failed(job, lease, exc)
         self._metrics.job_finished(status, job.priority)
         return WriteReport(
-            job.id, status, job.size_bytes / MIB, started, time.time(), count, _peak_rss_mb(), error
+            job.id, status, job.size_bytes / MIB, started, time.time(), count, _peak_rss_mb(), error, pending
         )
 
     def _failed(self, job: JobRecord, lease: Lease, exc: Exception) -> tuple[JobStatus, str]:
@@ -159,31 +177,87 @@ class ResultWriter:
             return JobStatus.WRITING
         return JobStatus.ANSWERED if moved else JobStatus.WRITING
 
-    def _write(self, job: JobRecord, lease: Lease) -> int:
+    def _write(self, job: JobRecord, lease: Lease) -> tuple[int, int]:
         chunks = self._state.get_chunks(job.id)
         answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
         stitched = stitch(answers, job.pages or 0)
         rotations = page_rotations(chunks, stitched)
-        records = self._build_documents(job, stitched, rotations, lease)
-        self._state.renew_lease(lease, self._lease_seconds)
-        records = self._group(records)
-        self._state.upsert_documents(job.id, records)
-        self._drop_stale_objects(job.id, len(records))
+        if job.error_class in (REDO, REDO_FRESH):
+            return self._redo(job, lease, answers, stitched)
+        kept = self._state.reviewed_layout(job.sha256)
+        if kept and kept[0].job_id == job.id:  # reviewed here: its rows and objects stand as they are
+            records = kept
+        else:
+            records = self._build_documents(job, kept_layout(kept) if kept else stitched, rotations, lease)
+            if kept:
+                records = carried(records, kept)
+            else:
+                records = mark_documents(records, answers, stitched, self._ocr(job), self._thresholds)
+            self._state.renew_lease(lease, self._lease_seconds)
+            records = self._group(records)
+            self._state.upsert_documents(job.id, records)
+        self._drop_stale_objects(job.id, records)
+        self.publish(job, records, lease)
+        self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0)
+        self._metrics.documents_written(len(records), job.priority)
+        return len(records), sum(1 for doc in records if doc.review == ReviewState.PENDING)
+
+    def _redo(
+        self,
+        job: JobRecord,
+        lease: Lease,
+        answers: Sequence[tuple[int, ChunkAnswer]],
+        stitched: Sequence[StitchedDocument],
+    ) -> tuple[int, int]:
+        """``raybatch redo``: the new answer's documents over the pages asked again become new
+        versions, in the ledger as a ``redo``; the previous versions are kept."""
+        current = self._state.list_documents(job.id)
+        answered = [_record(job, index, doc) for index, doc in enumerate(stitched)]
+        answered = mark_documents(answered, answers, stitched, self._ocr(job), self._thresholds)
+        region = redo_region(job.error_message)
+        plan = redo_plan(current, answered, region, self._state.highest_versions(job.id))
+        self._fence(lease)
+        written = self.write_versions(job, plan.drafts)
+        digest = sha256_bytes("".join(answer.model_dump_json() for _, answer in answers).encode())[:16]
+        correction = redo_correction(job.id, current, digest, fresh=job.error_class == REDO_FRESH)
+        self._fence(lease)
+        self._state.record_correction(correction, plan.expected, written, plan.removed)
+        records = self._state.list_documents(job.id)
+        self._drop_stale_objects(job.id, records)
+        self.publish(job, records, lease)
+        self._state.finish_claim(
+            lease, JobStatus.COMPLETED, progress=100.0, error_class=None, error_message=None
+        )
+        return len(records), sum(1 for doc in records if doc.review == ReviewState.PENDING)
+
+    def publish(self, job: JobRecord, records: Sequence[DocumentRecord], lease: Lease | None = None) -> None:
+        """The job's manifest and its slice of the Parquet table, from its current ``records``."""
         self._fence(lease)
         self._put_json(self._keys().manifest(job.id), self._manifest(job, records))
         self._fence(lease)
         self._store.put(self._keys().documents_table_part(job.id), documents_table(records, job))
-        self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0)
-        self._metrics.documents_written(len(records), job.priority)
-        return len(records)
 
-    def _fence(self, lease: Lease) -> None:
+    def _ocr(self, job: JobRecord) -> dict[int, float]:
+        """Each OCR-read page's word confidence (the best of the engines that read it)."""
+        found: dict[int, float] = {}
+        for cached in self._state.cached_page_texts(job.sha256, range(1, (job.pages or 0) + 1)):
+            if cached.text.source is TextSource.OCR:
+                page = cached.text.page
+                found[page] = max(found.get(page, 0.0), cached.text.confidence)
+        return found
+
+    def _fence(self, lease: Lease | None) -> None:
         """Refuse to write once the lease is gone (taken over, or the job canceled)."""
-        if not self._state.holds(lease):
+        if lease is not None and not self._state.holds(lease):
             raise LeaseLost(f"job {lease.job_id}: lease {lease.token} of {lease.worker_id} is gone")
 
     def _build_documents(
-        self, job: JobRecord, stitched: Sequence[StitchedDocument], rotations: Mapping[int, int], lease: Lease
+        self,
+        job: JobRecord,
+        stitched: Sequence[StitchedDocument],
+        rotations: Mapping[int, int],
+        lease: Lease,
+        versions: Mapping[int, int] | None = None,
     ) -> list[DocumentRecord]:
         """Slice, draw and upload every document; at most 1/2/4 built and not yet uploaded."""
         data = read_source_patiently(job.source_uri, self._sources, sha256=job.sha256)  # the file prepared
@@ -198,32 +272,57 @@ class ResultWriter:
                 slots.acquire()
                 pdf = slice_document(source, doc.first_page, doc.last_page, rotations)
                 thumb = thumbnail(pdf)
-                future = pool.submit(self._upload, job, index, doc, pdf, thumb, lease)
+                version = (versions or {}).get(index, 1)
+                future = pool.submit(self._upload, job, index, doc, pdf, thumb, lease, version)
                 future.add_done_callback(lambda _: slots.release())
                 uploads.append(future)
             return [future.result() for future in uploads]
 
-    def _upload(
-        self, job: JobRecord, index: int, doc: StitchedDocument, pdf: bytes, thumb: bytes, lease: Lease
-    ) -> DocumentRecord:
+    def write_versions(self, job: JobRecord, drafts: Sequence[DocumentRecord]) -> list[DocumentRecord]:
+        """New versions of some of a job's documents (a correction): each sliced from the source at
+        its pages, turned upright, drawn, uploaded under its version's keys, and grouped."""
+        chunks = self._state.get_chunks(job.id)
+        answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
+        rotations = page_rotations(chunks, stitch(answers, job.pages or 0))
+        data = read_source_patiently(job.source_uri, self._sources, sha256=job.sha256)
+        written = []
+        with _opened(data, job, self._max_page_pixels) as source:
+            for draft in drafts:
+                pdf = slice_document(source, draft.first_page, draft.last_page, rotations)
+                pdf_key, thumb_key = self._put_document(
+                    job, draft.index, draft.version, pdf, thumbnail(pdf), None
+                )
+                written.append(replace(draft, pdf_key=pdf_key, thumb_key=thumb_key))
+        return self._group(written)
+
+    def _put_document(
+        self, job: JobRecord, index: int, version: int, pdf: bytes, thumb: bytes, lease: Lease | None
+    ) -> tuple[str, str]:
+        """Upload one document version's PDF and thumbnail; their keys."""
         metadata = {"job-id": str(job.id), "document-index": str(index), "source-name": job.source_name}
         keys = self._keys()
-        pdf_key, thumb_key = keys.document_pdf(job.id, index), keys.document_thumb(job.id, index)
+        pdf_key, thumb_key = (
+            keys.document_pdf(job.id, index, version),
+            keys.document_thumb(job.id, index, version),
+        )
         self._fence(lease)
         self._store.put(pdf_key, pdf, content_type="application/pdf", metadata=metadata)
         self._fence(lease)
         self._store.put(thumb_key, thumb, content_type="image/webp", metadata=metadata)
-        return DocumentRecord(
-            job_id=job.id,
-            index=index,
-            first_page=doc.first_page,
-            last_page=doc.last_page,
-            doc_type=doc.type.value,
-            fields=dict(doc.fields),
-            **field_values(doc),
-            pdf_key=pdf_key,
-            thumb_key=thumb_key,
-        )
+        return pdf_key, thumb_key
+
+    def _upload(
+        self,
+        job: JobRecord,
+        index: int,
+        doc: StitchedDocument,
+        pdf: bytes,
+        thumb: bytes,
+        lease: Lease,
+        version: int = 1,
+    ) -> DocumentRecord:
+        pdf_key, thumb_key = self._put_document(job, index, version, pdf, thumb, lease)
+        return replace(_record(job, index, doc), pdf_key=pdf_key, thumb_key=thumb_key, version=version)
 
     def _group(self, records: list[DocumentRecord]) -> list[DocumentRecord]:
         """Group key per document, near-spellings joined to groups other jobs already made."""
@@ -235,12 +334,12 @@ class ResultWriter:
                 self._state.upsert_group(doc.group_key, identity.label)
         return grouped
 
-    def _drop_stale_objects(self, job_id: int, count: int) -> None:
-        """A rerun that found fewer documents leaves no objects of the old ones behind; requests
-        prepared ahead (by ``estimate``) are dropped once answered."""
+    def _drop_stale_objects(self, job_id: int, records: Sequence[DocumentRecord]) -> None:
+        """A rerun that found fewer documents leaves no objects of the old ones behind (previous
+        versions' objects stay); requests prepared ahead (by ``estimate``) are dropped once answered."""
+        kept = [*records, *(old.record for old in self._state.document_versions(job_id))]
+        keep = {key for doc in kept for key in (doc.pdf_key, doc.thumb_key) if key}
         keys = self._keys()
-        keep = {keys.document_pdf(job_id, i) for i in range(count)}
-        keep |= {keys.document_thumb(job_id, i) for i in range(count)}
         for key in list(self._store.list(f"{keys.job_prefix(job_id)}/documents/")):
             if key not in keep:
                 self._store.delete(key)
@@ -261,6 +360,19 @@ class ResultWriter:
     def _put_json(self, key: str, data: bytes) -> None:
         json.loads(data)  # never write a manifest that does not parse
         self._store.put(key, data, content_type="application/json")
+
+
+def _record(job: JobRecord, index: int, doc: StitchedDocument) -> DocumentRecord:
+    """The row of a stitched document (its objects' keys not yet set)."""
+    return DocumentRecord(
+        job_id=job.id,
+        index=index,
+        first_page=doc.first_page,
+        last_page=doc.last_page,
+        doc_type=doc.type.value,
+        fields=dict(doc.fields),
+        **field_values(doc),
+    )
 
 
 def _known_groups(spellings: Sequence[tuple[str, str, str]]) -> Iterator[GroupIdentity]:

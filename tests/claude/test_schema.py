@@ -19,7 +19,7 @@ GOOD = {
         {
             "first_page": 9, "last_page": 10, "type": "invoice", "title": "Счёт № 7", "date": "2024-03-01",
             "number": "7", "counterparty": "ООО «Ромашка»", "amount": 1234.5, "currency": "RUB",
-            "reference": None, "fields": [{"name": "vat", "value": "205.75"}],
+            "reference": None, "confidence": 0.9, "fields": [{"name": "vat", "value": "205.75"}],
         }
     ],
     "pages": [{"page": 9, "rotation": 0}, {"page": 10, "rotation": 90}],

@@ -13,6 +13,7 @@ from typing import Any
 from raybatch.claude.emulator import wire
 from raybatch.claude.emulator.batches import BatchStore, StoredBatch, StoredRequest
 from raybatch.claude.emulator.config import EmulatorConfig
+from raybatch.claude.emulator.doubt import doubt
 from raybatch.claude.emulator.faults import FaultInjector
 from raybatch.claude.emulator.model import check_params, rules_responder, spoil
 from raybatch.claude.emulator.tokens import estimate_input_tokens, estimate_output_tokens, strip_images
@@ -135,6 +136,7 @@ class EmulatorApp:
             raise BadRequest(problem)
         try:
             answer = (self.config.responder or rules_responder)(params)
+            answer = doubt(answer, call.headers.get(CUSTOM_ID_HEADER), self.config.faults)
         except Exception:  # a responder bug shows as the API's own internal error
             return error_reply(500, "api_error", None, call.request_id)
         kind = self.injector.malformed_message()

@@ -17,6 +17,7 @@ from typing import Any
 
 from raybatch.claude.emulator import wire
 from raybatch.claude.emulator.config import EmulatorConfig, Responder
+from raybatch.claude.emulator.doubt import doubt
 from raybatch.claude.emulator.faults import FaultInjector, RequestPlan
 from raybatch.claude.emulator.model import rules_responder, spoil
 from raybatch.claude.emulator.tokens import estimate_output_tokens
@@ -184,7 +185,7 @@ class BatchStore:
 
     def _succeeded(self, request: StoredRequest) -> dict[str, Any]:
         try:
-            answer = self._responder()(request.params)
+            answer = doubt(self._responder()(request.params), request.custom_id, self._faults.faults)
         except Exception:  # a responder bug shows as the API's own internal error
             return _errored("api_error", None)
         if request.plan.malformed is not None:

@@ -78,6 +78,11 @@ class Faults:
     malformed_ids: frozenset[str] = frozenset()
     malformed_kind: MalformedKind = MalformedKind.MIXED
     duplicate_fraction: float = 0.0  # result lines sent twice
+    # Doubt (raybatch.claude.emulator.doubt): answers made wrong or unsure, drawn by custom_id
+    wrong_split_fraction: float = 0.0
+    wrong_class_fraction: float = 0.0
+    wrong_field_fraction: float = 0.0
+    low_confidence_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         # Values from JSON arrive as strings and lists: make them the declared types.

@@ -1,0 +1,1 @@
+"""Review: confidence signals (pure), the corrections that people make, and their API."""
