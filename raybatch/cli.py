@@ -46,7 +46,10 @@ SETTING_FLAGS: dict[str, tuple[str, ...]] = {
     "eval": LOCATION,
     "workload": ("database_url",),
 }
-_FLAGGED = {name for names in SETTING_FLAGS.values() for name in names}
+CLASSES = ("split_mode",)  # with --classes FILE (CLASSES_FILE), on run, estimate and demo
+for _command in ("run", "estimate", "demo"):
+    SETTING_FLAGS[_command] += CLASSES
+_FLAGGED = {name for names in SETTING_FLAGS.values() for name in names} | {"classes_file"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -244,6 +247,7 @@ def _parser() -> argparse.ArgumentParser:
     add_setting_flags(retry, SETTING_FLAGS["retry"])
     retry.set_defaults(handler=cmd_retry)
     _eval_parser(sub)
+    _classes_parser(sub)
     samples = sub.add_parser("samples", help="write a sample corpus with truth.json")
     samples.add_argument("out")
     samples.add_argument("--bundles", type=_positive, default=6)
@@ -281,9 +285,19 @@ def _run_parser(sub: Any) -> None:
     estimate.set_defaults(handler=cmd_run, dry_run=True)
 
 
+def _classes_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--classes",
+        dest="classes_file",
+        metavar="FILE",
+        help="the classes file (CLASSES_FILE); docs/classes.md",
+    )
+
+
 def _run_flags(run: argparse.ArgumentParser, settings: Sequence[str]) -> None:
     run.add_argument("source", help="a folder, a file, or s3://bucket/prefix")
     add_setting_flags(run, settings)
+    _classes_flag(run)
     run.add_argument("--json", action="store_true", help="print one JSON object at the end")
     run.add_argument("--sample", type=int, help="estimate: requests counted at most (200)")
     run.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")
@@ -295,9 +309,34 @@ def _demo_parser(sub: Any) -> None:
     demo.add_argument("--bundles", type=_positive, default=6)
     demo.add_argument("--seed", type=int, default=7)
     add_setting_flags(demo, SETTING_FLAGS["demo"])
+    _classes_flag(demo)
     demo.add_argument("--quiet", action="store_true", help="no progress bars")
     demo.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")
     demo.set_defaults(handler=cmd_demo)
+
+
+def _classes_parser(sub: Any) -> None:
+    command = sub.add_parser("classes", help="check a classes file, or show the default one")
+    actions = command.add_subparsers(dest="classes_action", required=True)
+    check = actions.add_parser("check", help="validate FILE: its classes, fields and prompt tokens")
+    check.add_argument("file", help="a classes file (YAML), or a shipped one: default, logistics")
+    check.set_defaults(handler=cmd_classes_check)
+    show = actions.add_parser("show", help="print the default classes file, a starting point to copy")
+    show.set_defaults(handler=cmd_classes_show)
+
+
+def cmd_classes_check(args: argparse.Namespace) -> int:
+    from raybatch.classes.report import check_report
+
+    print(check_report(args.file))
+    return 0
+
+
+def cmd_classes_show(args: argparse.Namespace) -> int:
+    from raybatch.classes.report import show_text
+
+    print(show_text(), end="")
+    return 0
 
 
 def _eval_parser(sub: Any) -> None:

@@ -25,17 +25,20 @@ from typing import Protocol
 import pymupdf
 
 from raybatch.cancel import remove_outputs
+from raybatch.classes import ClassesFile, canonical, classes_digest
+from raybatch.classes.settings import classes_of
+from raybatch.classes.values import check_values
 from raybatch.claude.answer import PROMPT_VERSION, ChunkAnswer
 from raybatch.cost import prices_for
 from raybatch.errors import LeaseLost, PermanentError, RaybatchError, TransientError, error_class
 from raybatch.ids import OutputKeys
 from raybatch.metrics import Metrics
-from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, JobStatus, Lease, field_values
+from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, JobStatus, Lease
 from raybatch.objects.port import ObjectStore
 from raybatch.settings import PrepareSettings, RequestSettings, StoreSettings
 from raybatch.sources import read_source
 from raybatch.state.port import Catalog, Flags, JobsWithChunks
-from raybatch.steps.group import GroupIdentity, assign_groups, group_identity
+from raybatch.steps.group import GroupIdentity, assign_groups, group_identity, group_values
 from raybatch.steps.manifest import build_manifest
 from raybatch.steps.open_source import open_source
 from raybatch.steps.slice import slice_document
@@ -107,6 +110,17 @@ class ResultWriter:
         self._lease_seconds = lease_seconds
         self._metrics = metrics or Metrics()
         self._output_keys: OutputKeys | None = None
+        self._classes: ClassesFile = classes_of(claude)
+        self._classes_sha: str | None = None  # kept in the database on the first write
+
+    def _recorded_classes(self) -> str:
+        """The sha256 of this writer's classes file, kept in ``classes_files`` (once)."""
+        if self._classes_sha is None:
+            sha, claude, used = classes_digest(self._classes), self._claude, canonical(self._classes)
+            name, text = claude.classes_file or "default", claude.classes_text or used
+            self._state.put_classes_file(sha, name, text, used)
+            self._classes_sha = sha
+        return self._classes_sha
 
     def _keys(self) -> OutputKeys:
         """This database's object keys (its id is read once)."""
@@ -149,7 +163,7 @@ class ResultWriter:
     def _write(self, job: JobRecord, lease: Lease) -> int:
         chunks = self._state.get_chunks(job.id)
         answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
-        stitched = stitch(answers, job.pages or 0)
+        stitched = stitch(answers, job.pages or 0, self._classes)
         rotations = page_rotations(chunks, stitched)
         records = self._build_documents(job, stitched, rotations, lease)
         self._state.renew_lease(lease, self._lease_seconds)
@@ -159,8 +173,10 @@ class ResultWriter:
         self._fence(lease)
         self._put_json(self._keys().manifest(job.id), self._manifest(job, records))
         self._fence(lease)
-        self._store.put(self._keys().documents_table_part(job.id), documents_table(records, job))
-        self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0)
+        table = documents_table(records, job, self._classes)
+        self._store.put(self._keys().documents_table_part(job.id), table)
+        classes_sha = self._recorded_classes()
+        self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0, classes_sha=classes_sha)
         self._metrics.documents_written(len(records), job.priority)
         return len(records)
 
@@ -200,24 +216,30 @@ class ResultWriter:
         self._store.put(pdf_key, pdf, content_type="application/pdf", metadata=metadata)
         self._fence(lease)
         self._store.put(thumb_key, thumb, content_type="image/webp", metadata=metadata)
+        checked = check_values(self._classes, doc.type, doc.values)
         return DocumentRecord(
             job_id=job.id,
             index=index,
             first_page=doc.first_page,
             last_page=doc.last_page,
-            doc_type=doc.type.value,
+            doc_type=checked.doc_type,
             fields=dict(doc.fields),
-            **field_values(doc),
+            values=checked.values,
+            problems=checked.problems,
+            repaired=doc.repaired,
             pdf_key=pdf_key,
             thumb_key=thumb_key,
         )
 
     def _group(self, records: list[DocumentRecord]) -> list[DocumentRecord]:
         """Group key per document, near-spellings joined to groups other jobs already made."""
-        known = list(_known_groups(self._state.group_spellings()))
-        grouped: list[DocumentRecord] = assign_groups(records, known)
+        group_by = self._classes.group_by
+        if not group_by:
+            return records
+        known = list(_known_groups(self._state.group_spellings(group_by)))
+        grouped: list[DocumentRecord] = assign_groups(records, known, group_by)
         for doc in grouped:
-            identity = group_identity(doc.counterparty, doc.reference)
+            identity = group_identity(*group_values(doc, group_by))
             if doc.group_key and identity:
                 self._state.upsert_group(doc.group_key, identity.label)
         return grouped
@@ -243,6 +265,7 @@ class ResultWriter:
             prices=prices_for(claude.claude_model, claude.claude_prices),
             model=claude.claude_model,
             prompt_version=PROMPT_VERSION,
+            classes=self._classes,
         )
 
     def _put_json(self, key: str, data: bytes) -> None:
@@ -250,9 +273,9 @@ class ResultWriter:
         self._store.put(key, data, content_type="application/json")
 
 
-def _known_groups(spellings: Sequence[tuple[str, str, str]]) -> Iterator[GroupIdentity]:
-    for key, party, reference in spellings:
-        identity = group_identity(party, reference)
+def _known_groups(spellings: Sequence[tuple[str, tuple[str, ...]]]) -> Iterator[GroupIdentity]:
+    for key, values in spellings:
+        identity = group_identity(*values)
         if identity is not None:
             yield replace(identity, key=key)
 

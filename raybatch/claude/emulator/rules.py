@@ -208,18 +208,21 @@ def describe(part: Part) -> FoundDocument:
         _REFERENCE_RE, "\n".join(p.text for p in part.pages)
     )
     reference = f"D{found[1:]}" if found else None
+    values = {
+        "title": title.text if title else None,
+        "date": parse_date(labels.get("date", "")) or parse_date(start_text),
+        "number": part.number,
+        "counterparty": labels.get("counterparty") or None,
+        "amount": amount,
+        "currency": currency,
+        "reference": reference,
+    }
     return FoundDocument(
         first_page=part.pages[0].page,
         last_page=part.pages[-1].page,
         type=doc_type(title, part.number),
-        title=title.text if title else None,
-        date=parse_date(labels.get("date", "")) or parse_date(start_text),
-        number=part.number,
-        counterparty=labels.get("counterparty") or None,
-        amount=amount,
-        currency=currency,
-        reference=reference,
         fields=[NamedField(name="language", value=language("\n".join(p.text for p in part.pages)))],
+        **values,
     )
 
 
