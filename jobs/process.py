@@ -33,7 +33,14 @@ from raybatch.state import open_state
 
 PROGRESS_EVERY = 5.0  # seconds between progress lines
 # The settings taken as flags (``--db`` sets DATABASE_URL): raybatch.flags derives the rest.
-SETTING_FLAGS = ("store", "database_url", "processing_mode", "raybatch_emulator", "max_cost_usd")
+SETTING_FLAGS = (
+    "store",
+    "database_url",
+    "processing_mode",
+    "raybatch_emulator",
+    "max_cost_usd",
+    "split_mode",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -44,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        settings = load_settings(**setting_overrides(args, SETTING_FLAGS))
+        settings = load_settings(**setting_overrides(args, (*SETTING_FLAGS, "classes_file")))
         settings.require_claude()
         join_cluster(settings)
         report = run(
@@ -128,6 +135,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jobs/process.py", description=__doc__.splitlines()[0])
     parser.add_argument("source", help="a folder, a file, or s3://bucket/prefix")
     add_setting_flags(parser, SETTING_FLAGS)
+    parser.add_argument(
+        "--classes", dest="classes_file", metavar="FILE", help="the classes file (CLASSES_FILE)"
+    )
     parser.add_argument("--force", action="store_true", help="new jobs even for files seen before")
     parser.add_argument("--every", type=float, default=PROGRESS_EVERY, help="seconds between progress lines")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
