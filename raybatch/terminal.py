@@ -174,6 +174,15 @@ def evaluation_table(figures: Mapping[str, Any]) -> Table:
     for key in EVAL_KEYS:
         value = figures.get(key)
         table.add_row(key.replace("_", " "), f"{value:.3f}" if isinstance(value, float) else str(value))
+    for kind, scores in (figures.get("by_class") or {}).items():
+        table.add_row(
+            f"{kind}: boundary f1 · type accuracy",
+            f"{scores['boundary_f1']:.3f} · {scores['type_accuracy']:.3f}",
+        )
+    if figures.get("field_accuracy") is not None:
+        table.add_row("field accuracy", f"{figures['field_accuracy']:.3f}")
+    for name, scores in (figures.get("by_field") or {}).items():
+        table.add_row(f"field {name} ({scores['checked']})", f"{scores['accuracy']:.3f}")
     return table
 
 

@@ -13,10 +13,15 @@ _SPOILERS = [kind for kind in MalformedKind if kind is not MalformedKind.MIXED]
 
 
 def rules_responder(params: Mapping[str, Any]) -> str:
-    """The default model: reads each page's text from the request and answers by simple rules."""
+    """The default model: reads each page's text from the request and answers by simple rules
+    (the sample corpus's, for the default classes file; a file's hints and labels for any other)."""
+    from raybatch.claude.emulator.file_rules import answer_by_file, is_default_schema
     from raybatch.claude.emulator.rules import answer_chunk  # late: tests may swap the rules
 
-    return answer_chunk(pages_from_params(params)).model_dump_json()
+    pages = pages_from_params(params)
+    if is_default_schema(params):
+        return answer_chunk(pages).model_dump_json()
+    return answer_by_file(params, pages).model_dump_json(exclude={"repairs"})
 
 
 def check_params(params: Any) -> str | None:
