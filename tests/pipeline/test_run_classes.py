@@ -65,7 +65,7 @@ def test_the_logistics_taxonomy_runs_exact_and_its_columns_are_typed(
         types["bill_of_lading_containers"] == "BIGINT" and types["packing_list_gross_weight_kg"] == "DOUBLE"
     )
     assert types["date_value"] == "DATE" and types["bill_of_lading_container_numbers"] == "VARCHAR[]"
-    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{folder}/*.parquet')").fetchone() == (11,)
+    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{folder}/*.parquet')").fetchall() == [(11,)]
 
     run(settings, str(tmp_path / "samples"))  # a rerun: the same rows
     assert len(pd.read_parquet(folder)) == 11
@@ -73,4 +73,4 @@ def test_the_logistics_taxonomy_runs_exact_and_its_columns_are_typed(
     assert len(pd.read_parquet(folder)) == 22 and len(pq.read_table(folder)) == 22
     assert duckdb.sql(
         f"SELECT count(*) FROM read_parquet('{folder}/*.parquet', hive_partitioning = true)"
-    ).fetchone() == (22,)
+    ).fetchall() == [(22,)]
