@@ -81,6 +81,12 @@ class RequestSettings(_Section):
 
     claude_model: str = DEFAULT_MODEL
     max_tokens: int = Field(4096, ge=256, le=64_000)
+    max_tokens_limit: int = Field(
+        32_000,
+        ge=256,
+        le=128_000,
+        description="the largest max_tokens an answer cut short is asked again with",
+    )
     raybatch_emulator: bool = Field(False, description="answer with the built-in emulator, never Claude")
     claude_prices: str | None = Field(None, description="JSON price table overriding the defaults")
     classes_file: str | None = Field(None, description="the classes file (YAML): types, fields, split")

@@ -24,6 +24,17 @@ def rules_responder(params: Mapping[str, Any]) -> str:
     return answer_by_file(params, pages).model_dump_json(exclude={"repairs"})
 
 
+def cut_at_max_tokens(answer: str, params: Mapping[str, Any]) -> tuple[str, str]:
+    """The answer and its stop reason: cut at ``max_tokens`` (as the emulator counts tokens) when
+    it is longer, as the API stops a model that runs out of its budget."""
+    from raybatch.claude.emulator.tokens import estimate_output_tokens
+
+    limit = int(params.get("max_tokens") or 0)
+    if estimate_output_tokens(answer) <= limit:
+        return answer, "end_turn"
+    return answer[: limit * 4], "max_tokens"
+
+
 def check_params(params: Any) -> str | None:
     """Why the API would reject these Messages params, or None when they look acceptable."""
     if not isinstance(params, Mapping):
