@@ -163,8 +163,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_samples(args: argparse.Namespace) -> int:
     from raybatch.samples import write_samples
+    from raybatch.samples.logistics import write_logistics
 
-    truth = write_samples(Path(args.out), bundles=args.bundles, seed=args.seed)
+    if args.classes == "logistics":
+        truth = write_logistics(Path(args.out), seed=args.seed)
+    else:
+        truth = write_samples(Path(args.out), bundles=args.bundles, seed=args.seed)
     documents = sum(len(b["documents"]) for b in truth["bundles"])
     print(f"wrote {len(truth['bundles'])} bundles ({documents} documents) and truth.json to {args.out}")
     return 0
@@ -252,6 +256,12 @@ def _parser() -> argparse.ArgumentParser:
     samples.add_argument("out")
     samples.add_argument("--bundles", type=_positive, default=6)
     samples.add_argument("--seed", type=int, default=7)
+    samples.add_argument(
+        "--classes",
+        choices=["default", "logistics"],
+        default="default",
+        help="the corpus of a shipped classes file",
+    )
     samples.set_defaults(handler=cmd_samples)
     _emulator_parser(sub)
     _workload_parser(sub)
