@@ -136,10 +136,13 @@ def _field_types(params: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any
     return found
 
 
-def is_default_schema(params: Mapping[str, Any]) -> bool:
-    """Whether the request was rendered from the shipped default file (today's rules answer it)."""
+def from_another_file(params: Mapping[str, Any]) -> bool:
+    """Whether the request was rendered from a classes file other than the shipped default (the
+    default file, and requests not made by raybatch, get the sample corpus's rules)."""
     from raybatch.classes import default_classes
     from raybatch.classes.render import answer_spec
 
-    schema = ((params.get("output_config") or {}).get("format") or {}).get("schema")
-    return schema is None or schema == answer_spec(default_classes()).schema
+    schema = ((params.get("output_config") or {}).get("format") or {}).get("schema") or {}
+    defs = schema.get("$defs") or {}
+    rendered = any(name == "FoundDocument" or name.startswith("Found_") for name in defs)
+    return rendered and schema != answer_spec(default_classes()).schema

@@ -15,13 +15,13 @@ _SPOILERS = [kind for kind in MalformedKind if kind is not MalformedKind.MIXED]
 def rules_responder(params: Mapping[str, Any]) -> str:
     """The default model: reads each page's text from the request and answers by simple rules
     (the sample corpus's, for the default classes file; a file's hints and labels for any other)."""
-    from raybatch.claude.emulator.file_rules import answer_by_file, is_default_schema
+    from raybatch.claude.emulator.file_rules import answer_by_file, from_another_file
     from raybatch.claude.emulator.rules import answer_chunk  # late: tests may swap the rules
 
     pages = pages_from_params(params)
-    if is_default_schema(params):
-        return answer_chunk(pages).model_dump_json()
-    return answer_by_file(params, pages).model_dump_json(exclude={"repairs"})
+    if from_another_file(params):
+        return answer_by_file(params, pages).model_dump_json(exclude={"repairs"})
+    return answer_chunk(pages).model_dump_json()
 
 
 def cut_at_max_tokens(answer: str, params: Mapping[str, Any]) -> tuple[str, str]:
