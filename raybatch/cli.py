@@ -52,7 +52,10 @@ SETTING_FLAGS: dict[str, tuple[str, ...]] = {
     "review": LOCATION,
     "redo": (*LOCATION, *TUNING, "raybatch_emulator", *SPEND),
 }
-_FLAGGED = {name for names in SETTING_FLAGS.values() for name in names}
+CLASSES = ("split_mode",)  # with --classes FILE (CLASSES_FILE), on run, estimate and demo
+for _command in ("run", "estimate", "demo"):
+    SETTING_FLAGS[_command] += CLASSES
+_FLAGGED = {name for names in SETTING_FLAGS.values() for name in names} | {"classes_file"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -230,8 +233,12 @@ def cmd_redo(args: argparse.Namespace) -> int:
 
 def cmd_samples(args: argparse.Namespace) -> int:
     from raybatch.samples import write_samples
+    from raybatch.samples.logistics import write_logistics
 
-    truth = write_samples(Path(args.out), bundles=args.bundles, seed=args.seed)
+    if args.classes == "logistics":
+        truth = write_logistics(Path(args.out), seed=args.seed)
+    else:
+        truth = write_samples(Path(args.out), bundles=args.bundles, seed=args.seed)
     documents = sum(len(b["documents"]) for b in truth["bundles"])
     from raybatch.commands import Said
 
@@ -342,10 +349,17 @@ def _parser() -> argparse.ArgumentParser:
     _json_flag(retry)
     retry.set_defaults(handler=cmd_retry)
     _eval_parser(sub)
+    _classes_parser(sub)
     samples = sub.add_parser("samples", help="write a sample corpus with truth.json")
     samples.add_argument("out", help="folder to write the bundles and truth.json into")
     _corpus_flags(samples)
     _json_flag(samples)
+    samples.add_argument(
+        "--classes",
+        choices=["default", "logistics"],
+        default="default",
+        help="the corpus of a shipped classes file",
+    )
     samples.set_defaults(handler=cmd_samples)
     _emulator_parser(sub)
     _workload_parser(sub)
@@ -405,9 +419,19 @@ def _run_parser(sub: Any) -> None:
     estimate.set_defaults(handler=cmd_run, dry_run=True)
 
 
+def _classes_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--classes",
+        dest="classes_file",
+        metavar="FILE",
+        help="the classes file (CLASSES_FILE); docs/classes.md",
+    )
+
+
 def _run_flags(run: argparse.ArgumentParser, settings: Sequence[str]) -> None:
     run.add_argument("source", help="a folder, a file, or s3://bucket/prefix")
     add_setting_flags(run, settings)
+    _classes_flag(run)
     run.add_argument("--json", action="store_true", help="print one JSON object at the end")
     run.add_argument("--sample", type=int, help="estimate: requests counted at most (200)")
     run.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")
@@ -418,9 +442,38 @@ def _demo_parser(sub: Any) -> None:
     demo.add_argument("--out", default="raybatch-data/demo", help="folder for samples, store and state")
     _corpus_flags(demo)
     add_setting_flags(demo, SETTING_FLAGS["demo"])
+    _classes_flag(demo)
     demo.add_argument("--quiet", action="store_true", help="no progress bars")
     demo.add_argument("--no-dashboard", action="store_true", help="do not start the Ray dashboard")
     demo.set_defaults(handler=cmd_demo)
+
+
+def _classes_parser(sub: Any) -> None:
+    command = sub.add_parser("classes", help="check a classes file, or show the default one")
+    actions = command.add_subparsers(dest="classes_action", required=True)
+    check = actions.add_parser("check", help="validate FILE: its classes, fields and prompt tokens")
+    check.add_argument("file", help="a classes file (YAML), or a shipped one: default, logistics")
+    _json_flag(check)
+    check.set_defaults(handler=cmd_classes_check)
+    show = actions.add_parser("show", help="print the default classes file, a starting point to copy")
+    show.set_defaults(handler=cmd_classes_show)
+
+
+def cmd_classes_check(args: argparse.Namespace) -> int:
+    from raybatch.classes.report import check_report, check_summary
+
+    if args.json:
+        print(json.dumps(check_summary(args.file)))
+    else:
+        print(check_report(args.file))
+    return 0
+
+
+def cmd_classes_show(args: argparse.Namespace) -> int:
+    from raybatch.classes.report import show_text
+
+    print(show_text(), end="")
+    return 0
 
 
 def _eval_parser(sub: Any) -> None:

@@ -19,28 +19,32 @@ Definitions (pages are 1-based):
 
 With ``ignore_blank_pages`` a blank page at either end of a document counts for nothing, so a blank
 separator filed with the next document instead of the previous one is not an error.
+
+Per class: boundary precision/recall/F1 (a boundary counts for the class of the document it
+starts: the expected one's for recall, the found one's for precision) and type accuracy. Per field:
+over the exact documents whose truth gives the field (``fields`` in ``truth.json``), the share whose
+found value (``values``) is the same after normalising by type: dates ISO, numbers to the cent,
+text with case and spaces folded, lists item by item.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from raybatch.models import DOCUMENT_FIELDS
-
-FIELD_NAMES = tuple(spec.name for spec in DOCUMENT_FIELDS)
+from raybatch.evaluate_fields import by_class, by_field, normalized
 
 
 @dataclass(frozen=True)
 class Span:
-    """One document reduced to what is scored: its pages, its type and its declared fields."""
+    """One document reduced to what is scored: its pages, its type and its field values."""
 
     first: int
     last: int
     type: str
-    fields: tuple[tuple[str, Any], ...] = ()
+    values: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 def evaluate(
@@ -85,13 +89,19 @@ def _spans(documents: Sequence[Any], blanks: frozenset[int]) -> list[Span]:
             first += 1
         while last > first and last in blanks:
             last -= 1
-        fields = tuple((name, _get(doc, name)) for name in FIELD_NAMES if _has(doc, name))
-        spans.append(Span(first, last, str(kind).lower(), fields))
+        spans.append(Span(first, last, str(kind).lower(), _values(doc)))
     return sorted(spans, key=lambda span: (span.first, span.last))
 
 
-def _has(doc: Any, name: str) -> bool:
-    return name in doc if isinstance(doc, Mapping) else hasattr(doc, name)
+def _values(doc: Any) -> Mapping[str, Any]:
+    """A found document's values, or a truth document's fields."""
+    values = _get(doc, "values", None)
+    if isinstance(values, Mapping) and values:
+        return values
+    fields = _get(doc, "fields", None)
+    return (
+        fields if isinstance(fields, Mapping) and not isinstance(_get(doc, "values", None), Mapping) else {}
+    )
 
 
 def _get(doc: Any, name: str, *default: Any) -> Any:
@@ -124,6 +134,16 @@ def _score_bundle(expected: list[Span], got: list[Span] | None, first_page: int)
             for want, have in matched
             if want.type != have.type
         ],
+        "starts": {
+            "expected": {span.first: span.type for span in expected if span.first != first_page},
+            "found": {span.first: span.type for span in found if span.first != first_page},
+        },
+        "field_checks": [
+            (name, normalized(value) == normalized(have.values.get(name)))
+            for want, have in matched
+            for name, value in want.values.items()
+        ],
+        "matched_types": [(want.type, want.type == have.type) for want, have in matched],
         **_field_scores(matched),
     }
 
@@ -131,8 +151,8 @@ def _score_bundle(expected: list[Span], got: list[Span] | None, first_page: int)
 def _field_scores(matched: list[tuple[Span, Span]]) -> dict[str, Any]:
     compared, errors = 0, []
     for want, have in matched:
-        found = dict(have.fields)
-        for name, value in want.fields:
+        found = dict(have.values)
+        for name, value in want.values.items():
             if value is None and found.get(name) is None:
                 continue
             compared += 1
@@ -183,5 +203,7 @@ def _summary(bundles: dict[str, dict[str, Any]], *, unexpected: list[str]) -> di
         "bundles_expected": len(bundles),
         "missing_bundles": sorted(name for name, detail in bundles.items() if detail["missing"]),
         "unexpected_bundles": unexpected,
+        "by_class": by_class(bundles.values()),
+        **by_field(bundles.values()),
         "bundles": bundles,
     }

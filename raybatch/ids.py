@@ -131,7 +131,8 @@ class OutputKeys:
 
     def documents_table_part(self, job_id: int) -> str:
         """Key of a job's slice of the documents table (one file per job: reruns replace it)."""
-        return f"{self.documents_table}/job_id={job_id}/part-0.parquet"
+        # one flat file per job: a hive folder ``job_id=N`` beside the job_id column broke readers
+        return f"{self.documents_table}/job-{job_id}.parquet"
 
 
 _DATABASE_ID = re.compile(r"[0-9a-f]{8,64}")

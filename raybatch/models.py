@@ -143,6 +143,7 @@ class JobRecord:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     held_until: datetime | None = None  # while a lease on it runs
+    classes_sha: str | None = None  # the classes file its documents were written under
 
 
 @dataclass(frozen=True)
@@ -257,9 +258,9 @@ def _declared(description: str, *, length: int | None = None) -> Any:
 
 @dataclass(frozen=True, kw_only=True)
 class DocumentFields:
-    """The fields Claude reads from a document, declared once here. The answer's schema, stitching,
-    the documents table, its rows, the Parquet table and the manifest are all derived from them.
-    A change here changes the answer: bump ``PROMPT_VERSION`` and say it in the prompt too."""
+    """The fields of the shipped default classes file (``raybatch/classes/default.yaml``), as the
+    sample corpus and the emulator's default rules write them. Everything else (schema, prompt,
+    stitching, rows, tables, manifest) derives the fields from the classes file in use."""
 
     title: str | None = _declared("the heading as printed")
     date: str | None = _declared("the document's own date, ISO 8601 yyyy-mm-dd")
@@ -323,20 +324,40 @@ class ReviewState(StrEnum):
 REDO, REDO_FRESH = "redo", "redo:fresh"
 
 
+class DefaultFieldNames:
+    """The default file's seven fields as attributes, read from ``values``: for code written
+    before classes files (under any other file they are None)."""
+
+    values: Mapping[str, Any]
+
+    title = property(lambda self: self.values.get("title"))
+    date = property(lambda self: self.values.get("date"))
+    number = property(lambda self: self.values.get("number"))
+    counterparty = property(lambda self: self.values.get("counterparty"))
+    amount = property(lambda self: self.values.get("amount"))
+    currency = property(lambda self: self.values.get("currency"))
+    reference = property(lambda self: self.values.get("reference"))
+
+
 @dataclass(frozen=True)
-class DocumentRecord(DocumentFields):
-    """One document found in a job: its pages, fields and object keys."""
+class DocumentRecord(DefaultFieldNames):
+    """One document found in a job: its pages, class, values (the classes file's fields), the
+    problems its values had, and object keys."""
 
     job_id: int
     index: int
     first_page: int
     last_page: int
     doc_type: str
-    fields: dict[str, str] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)  # other name/value pairs Claude found
     group_key: str | None = None
     pdf_key: str | None = None
     thumb_key: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)  # the declared fields, checked, by name
+    # (field, reason) for each value not of its type, format or enum (kept as text), or missing
+    problems: tuple[tuple[str, str], ...] = ()
+    repaired: bool = False  # some answer it came from needed its text repaired to parse
     # raybatch.review: each correction makes a new version; the score, its reasons, the review state
     version: int = 1
     confidence: float | None = None

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -90,8 +90,17 @@ class RequestSettings(_Section):
     max_tokens: int = Field(
         4096, ge=256, le=64_000, description="the answer budget of one request, in tokens"
     )
+    max_tokens_limit: int = Field(
+        32_000,
+        ge=256,
+        le=128_000,
+        description="the largest max_tokens an answer cut short is asked again with",
+    )
     raybatch_emulator: bool = Field(False, description="answer with the built-in emulator, never Claude")
     claude_prices: str | None = Field(None, description="JSON price table overriding the defaults")
+    classes_file: str | None = Field(None, description="the classes file (YAML): types, fields, split")
+    split_mode: Literal["llm", "page", "file"] | None = Field(None, description="overrides the file's split")
+    classes_text: str | None = Field(None, description="the classes file's text, read at the entrypoint")
 
 
 class ClaudeSettings(RequestSettings):
@@ -357,6 +366,10 @@ class Settings(
             object.__setattr__(self, "database_url", SecretUrl(f"sqlite:///{home / 'state.db'}"))
         if not self.store:
             object.__setattr__(self, "store", str(home / "store"))
+        if self.classes_file and not self.classes_text:  # read once here: workers never read it
+            from raybatch.classes.settings import read_classes_setting
+
+            object.__setattr__(self, "classes_text", read_classes_setting(self.classes_file))
         return self
 
     def section(self, kind: type[SectionT]) -> SectionT:

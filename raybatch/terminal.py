@@ -208,15 +208,21 @@ def document_list_table(by_file: Mapping[str, Sequence[DocumentRecord]]) -> Tabl
     table.add_column("file", no_wrap=True)
     for name in ("#", "pages"):
         table.add_column(name, justify="right", no_wrap=True)
-    for name in ("type", "title", "counterparty", "amount", "group"):
+    for name in ("type", "fields", "problems", "group"):
         table.add_column(name)
     for file, docs in by_file.items():
         for d in docs:
-            details = (d.doc_type, d.title, d.counterparty, d.amount, d.group_key)
+            details = (d.doc_type, _shown_values(d.values), len(d.problems) or None, d.group_key)
             pages = f"{d.first_page}-{d.last_page}"
             texts = (Text("" if v is None else str(v)) for v in (file, d.index, pages, *details))
             table.add_row(*texts)  # as Text: a title's [brackets] are not markup
     return table
+
+
+def _shown_values(values: Mapping[str, Any], most: int = 3) -> str:
+    """The first few fields a document has a value for, as ``name: value``."""
+    found = [f"{name}: {value}" for name, value in values.items() if value not in (None, "", [])]
+    return "; ".join(found[:most]) + ("; …" if len(found) > most else "")
 
 
 def documents_table(by_file: Mapping[str, Sequence[DocumentRecord]]) -> Table:
@@ -241,6 +247,15 @@ def evaluation_table(figures: Mapping[str, Any]) -> Table:
     for key in EVAL_KEYS:
         value = figures.get(key)
         table.add_row(key.replace("_", " "), f"{value:.3f}" if isinstance(value, float) else str(value))
+    for kind, scores in (figures.get("by_class") or {}).items():
+        table.add_row(
+            f"{kind}: boundary f1 · type accuracy",
+            f"{scores['boundary_f1']:.3f} · {scores['type_accuracy']:.3f}",
+        )
+    if figures.get("field_accuracy") is not None:
+        table.add_row("field accuracy", f"{figures['field_accuracy']:.3f}")
+    for name, scores in (figures.get("by_field") or {}).items():
+        table.add_row(f"field {name} ({scores['checked']})", f"{scores['accuracy']:.3f}")
     return table
 
 

@@ -24,6 +24,7 @@ GIVEN: dict[str, tuple[list[str], Any]] = {
     "raybatch_emulator": ([], True),
     "max_cost_usd": (["1.5"], 1.5),
     "max_daily_cost_usd": (["4"], 4.0),
+    "split_mode": (["page"], "page"),
 }
 COMMAND_WORDS = {
     "run": ["run", "src"],

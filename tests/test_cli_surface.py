@@ -10,7 +10,8 @@ import pytest
 from raybatch.cli import _parser, main
 
 # Commands that serve or run something else until stopped: nothing to report as one JSON object.
-NO_JSON = {"emulator", "workload hold", "demo", "serve", "completion", "review"}  # review: a group
+# review and classes: groups of commands.
+NO_JSON = {"emulator", "workload hold", "demo", "serve", "completion", "review", "classes", "classes show"}
 
 
 def commands(

@@ -59,8 +59,8 @@ def test_in_a_notebook_quiet_bars_show_nothing(monkeypatch: pytest.MonkeyPatch) 
 
 def test_the_document_list_has_a_row_per_document_and_keeps_brackets() -> None:
     docs = [
-        DocumentRecord(1, 0, 1, 2, "invoice", title="[DRAFT] Invoice 7", amount=12.5),
-        DocumentRecord(1, 1, 3, 3, "letter", counterparty="ACME"),
+        DocumentRecord(1, 0, 1, 2, "invoice", values={"title": "[DRAFT] Invoice 7", "amount": 12.5}),
+        DocumentRecord(1, 1, 3, 3, "letter", values={"counterparty": "ACME"}),
     ]
 
     text = text_of(document_list_table({"bundle_000.pdf": docs}))

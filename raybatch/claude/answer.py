@@ -1,24 +1,26 @@
-"""The answer Claude gives for one chunk, as a pydantic model; its JSON schema is the structured output.
+"""The answer Claude gives for one chunk, as a pydantic model of its shape.
 
-Field descriptions travel in the schema, so they are written for Claude; a document's own fields come
-from ``raybatch.models.DocumentFields``. Changing this model, those fields or the prompt changes the
-answers: bump ``PROMPT_VERSION`` with it (it is part of every processing key).
+The structured-output schema is rendered from the classes file (``raybatch.classes.render``); this
+model checks only what every answer has: pages, flags, a type and the other name/value pairs. A
+document's declared fields are kept as they came (``FoundDocument.values``), and checked against
+their types when the job is written (``raybatch.classes.values``), so a wrong value never makes an
+answer unusable. ``PROMPT_VERSION`` names the prompt's wording; the processing key also hashes the
+rendered prompt, the schema and the classes file.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
-from raybatch.models import DOCUMENT_FIELDS, DocumentFields
-
-PROMPT_VERSION = "2026-12-01.1"
+PROMPT_VERSION = "2026-12-01.2"  # .2: each document says how sure it is
 
 
 class DocType(StrEnum):
-    """Kinds of documents found in bundles."""
+    """The classes of the shipped default file (``raybatch/classes/default.yaml``), for the sample
+    corpus and its rules; any other file names its own."""
 
     INVOICE = "invoice"
     ACT = "act"
@@ -43,30 +45,22 @@ class NamedField(_Strict):
     value: str
 
 
-class _DocumentPlace(_Strict):
-    """Where a found document lies and what it is; ``FoundDocument`` adds its fields."""
+class FoundDocument(BaseModel):
+    """One document, or the part of one, that lies in this chunk; its declared fields are the other
+    keys (``values``)."""
 
-    first_page: int = Field(description="absolute page number, as labelled 'Page N:'")
-    last_page: int = Field(description="absolute page number, as labelled 'Page N:'")
-    type: DocType
+    model_config = ConfigDict(extra="allow")
 
+    first_page: int
+    last_page: int
+    type: str
+    fields: list[NamedField] = Field(default_factory=list)
+    confidence: float | None = Field(None, description=CONFIDENCE_DESCRIPTION)
 
-if TYPE_CHECKING:  # the type checker reads the declared fields' types; at run time the model is built
-
-    class FoundDocument(_DocumentPlace, DocumentFields):  # type: ignore[misc]  # a model, not a dataclass
-        fields: list[NamedField]
-        confidence: float | None = None
-
-else:
-    FoundDocument = create_model(
-        "FoundDocument",
-        __base__=_DocumentPlace,
-        __module__=__name__,
-        __doc__="One document, or the part of one, that lies in this chunk. Pages are absolute source pages.",
-        **{spec.name: (spec.kind | None, Field(description=spec.description)) for spec in DOCUMENT_FIELDS},
-        fields=(list[NamedField], ...),
-        confidence=(float | None, Field(None, description=CONFIDENCE_DESCRIPTION)),
-    )
+    @property
+    def values(self) -> dict[str, Any]:
+        """The declared fields as the answer gave them, by name."""
+        return dict(self.model_extra or {})
 
 
 class PageRotation(_Strict):
@@ -77,13 +71,11 @@ class PageRotation(_Strict):
 
 
 class ChunkAnswer(_Strict):
-    """Everything Claude reports about one chunk of up to 8 pages."""
+    """Everything Claude reports about one chunk of up to 8 pages; ``repairs`` (never asked of
+    Claude) says what its text needed before it parsed."""
 
-    first_continues_previous: bool = Field(
-        description="true when the first document began before this chunk's first page"
-    )
-    last_continues_next: bool = Field(
-        description="true when the last document goes on after this chunk's last page"
-    )
-    documents: list[FoundDocument] = Field(description="in page order, covering every page exactly once")
-    pages: list[PageRotation] = Field(description="one entry per page of the chunk")
+    first_continues_previous: bool
+    last_continues_next: bool
+    documents: list[FoundDocument]
+    pages: list[PageRotation]
+    repairs: list[str] = Field(default_factory=list)

@@ -290,7 +290,10 @@ def to_request_result(line: Any) -> RequestResult:
 def succeeded_result(custom_id: str, message: Any) -> RequestResult:
     """A succeeded result from an SDK Message: its text blocks joined, and its usage."""
     text = "".join(block.text for block in message.content if getattr(block, "type", None) == "text")
-    return RequestResult(custom_id, ResultType.SUCCEEDED, text=text, usage=usage_of(message.usage))
+    stop = getattr(message, "stop_reason", None)
+    return RequestResult(
+        custom_id, ResultType.SUCCEEDED, text=text, usage=usage_of(message.usage), stop_reason=stop
+    )
 
 
 def usage_of(usage: Any) -> Usage:

@@ -57,3 +57,4 @@ class RequestResult:
     usage: Usage | None = None
     error_type: str | None = None
     error_message: str | None = None
+    stop_reason: str | None = None  # why the answer ended: end_turn, or max_tokens when cut short

@@ -1,19 +1,16 @@
-"""The JSON schema of ``ChunkAnswer``, adapted to the subset that structured outputs accept.
+"""The structured-output schema, adapted to the subset that structured outputs accept.
 
 Structured outputs (``output_config.format``) take a JSON schema where every object has
 ``additionalProperties: false``, and reject numeric, string-length and most array constraints,
-recursive and external references. Pydantic's schema is close; this walks it once and makes it so:
-every object closed and all its properties required, titles and defaults dropped (bytes in every
-request, no meaning to the model), anything unsupported refused loudly rather than sent.
+recursive and external references. ``raybatch.classes.render`` builds the schema from a classes
+file; this walks it once and makes it so: every object closed and all its properties required,
+titles and defaults dropped (bytes in every request, no meaning to the model), anything unsupported
+refused loudly rather than sent.
 """
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from typing import Any
-
-from raybatch.claude.answer import ChunkAnswer
 
 # Keywords a node may keep; anything else is a schema we must not send.
 SUPPORTED_KEYWORDS = frozenset(
@@ -26,14 +23,12 @@ _DROPPED = frozenset({"title", "default", "examples"})
 _CONTAINERS = {"anyOf", "allOf"}
 
 
-@lru_cache(maxsize=1)
-def _answer_schema_text() -> str:
-    return json.dumps(strict_schema(ChunkAnswer.model_json_schema()), ensure_ascii=False)
-
-
 def answer_schema() -> dict[str, Any]:
-    """The structured-output schema of ``ChunkAnswer`` (a fresh copy each call)."""
-    return json.loads(_answer_schema_text())
+    """The structured-output schema under the default classes file (a fresh copy each call)."""
+    from raybatch.classes import default_classes
+    from raybatch.classes.render import answer_spec
+
+    return answer_spec(default_classes()).schema
 
 
 def strict_schema(node: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from raybatch.claude.records import RequestResult
 from raybatch.claude.triage import Filed, FilingAction, file_results
+from raybatch.coordinator.answer_budget import CUT_SHORT, MAX_TOKENS_ERROR
 from raybatch.cost import ModelPrices, prices_for
 from raybatch.errors import UnparseableAnswer
 from raybatch.ids import parse_custom_id
@@ -92,6 +93,8 @@ class ResultFiler:
         if chunk is None:
             log.warning("result for %s has no chunk row; rejected", result.custom_id)
             return 0
+        if result.stop_reason == "max_tokens":  # never filed as complete: asked again, larger
+            return self._retry(batch_id, result.custom_id, ResultType.ERRORED, MAX_TOKENS_ERROR, CUT_SHORT)
         try:
             parsed = read_answer(result.text or "", first_page=chunk.first_page, last_page=chunk.last_page)
         except UnparseableAnswer as exc:

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from raybatch.claude.records import PreparedRequest
+from raybatch.coordinator.answer_budget import with_answer_budget
 from raybatch.coordinator.batch_create import BatchCreator, Io
 from raybatch.coordinator.offers import Offer, Offers
 from raybatch.coordinator.sync_calls import SyncCalls
@@ -156,7 +157,11 @@ class Submitter:
                 self._offers.forget([offer.job_id])
                 await self._io(self._state.transition, offer.job_id, [JobStatus.PREPARED], JobStatus.PENDING)
                 continue
-            requests.extend(p.request if hasattr(p, "request") else p for p in resolved)
+            by_n = {c.n: c for c in chunks}
+            limit = self._claude.max_tokens_limit
+            for n, p in zip(owed, resolved, strict=True):
+                request = p.request if hasattr(p, "request") else p
+                requests.append(with_answer_budget(request, by_n.get(n), limit))
         return requests
 
     async def _submit_batches(self, requests: Sequence[PreparedRequest]) -> None:

@@ -153,6 +153,9 @@ class ReviewDesk:
         expected_version: int | None = None,
     ) -> Applied:
         """Change its class and/or fields (an empty value clears a field)."""
+        classes = sorted(self._writer.classes.classes)
+        if doc_type and doc_type not in classes:
+            raise ConfigError(f"unknown class {doc_type!r}: one of {', '.join(classes)}")
         change: dict[str, Any] = {"doc_type": doc_type} if doc_type else {}
         if fields:
             change["fields"] = dict(fields)

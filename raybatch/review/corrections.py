@@ -25,9 +25,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from raybatch.claude.answer import DocType
 from raybatch.errors import ConfigError
-from raybatch.models import DOCUMENT_FIELDS, Correction, DocumentRecord, ReviewState, field_values
+from raybatch.models import DOCUMENT_FIELDS, Correction, DocumentRecord, ReviewState
 
 _SCALARS = {spec.name: spec for spec in DOCUMENT_FIELDS}
 
@@ -90,20 +89,18 @@ def _accept(
 def _set(docs: list[DocumentRecord], at: int, change: Mapping[str, Any]) -> tuple[list[DocumentRecord], int]:
     doc = docs[at]
     doc_type = change.get("doc_type") or doc.doc_type
-    if doc_type not in {t.value for t in DocType}:
-        raise ConfigError(f"unknown class {doc_type!r}: one of {', '.join(t.value for t in DocType)}")
-    scalars = dict(field_values(doc))
+    scalars = dict(doc.values)
     named = dict(doc.fields)
     for name, value in (change.get("fields") or {}).items():
-        if name in _SCALARS:
-            scalars[name] = _scalar(name, value)
+        if name in _SCALARS or name in scalars:
+            scalars[name] = _scalar(name, value) if name in _SCALARS else value
         elif value in (None, ""):
             named.pop(name, None)
         else:
             named[name] = str(value)
     return [
         *docs[:at],
-        _vouched(replace(doc, doc_type=doc_type, fields=named, **scalars)),
+        _vouched(replace(doc, doc_type=doc_type, fields=named, values=scalars, problems=())),
         *docs[at + 1 :],
     ], at
 
@@ -115,8 +112,8 @@ def _split(
     if not doc.first_page < page <= doc.last_page:
         raise ConfigError(f"split at page {page}: the document has pages {doc.first_page}-{doc.last_page}")
     before = _vouched(replace(doc, last_page=page - 1))
-    unknown: dict[str, Any] = dict.fromkeys(field_values(doc))  # part 2's fields: for the reviewer to set
-    after = _vouched(replace(doc, first_page=page, fields={}, group_key=None, **unknown))
+    unknown: dict[str, Any] = dict.fromkeys(doc.values)  # part 2's fields: for the reviewer to set
+    after = _vouched(replace(doc, first_page=page, fields={}, group_key=None, values=unknown, problems=()))
     return [*docs[:at], before, after, *docs[at + 1 :]], at
 
 
@@ -126,10 +123,10 @@ def _merge(
     if at + 1 >= len(docs):
         raise ConfigError("merge: this is the last document of its job; there is no next one")
     first, second = docs[at], docs[at + 1]
-    later = field_values(second)
-    scalars = {name: later[name] if value is None else value for name, value in field_values(first).items()}
+    later = second.values
+    scalars = {name: later.get(name) if value is None else value for name, value in first.values.items()}
     fields = {**second.fields, **first.fields}
-    merged = _vouched(replace(first, last_page=second.last_page, fields=fields, **scalars))
+    merged = _vouched(replace(first, last_page=second.last_page, fields=fields, values=scalars))
     return [*docs[:at], merged, *docs[at + 2 :]], at
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from raybatch.claude.answer import ChunkAnswer, DocType
-from raybatch.models import DocumentRecord, ReviewState, field_values
-from raybatch.review.confidence import Confidence, Signals, check_values, score, threshold_for
+from raybatch.claude.answer import ChunkAnswer
+from raybatch.models import DocumentRecord, ReviewState
+from raybatch.review.confidence import Confidence, FieldProblem, Signals, check_values, score, threshold_for
 from raybatch.review.signals import TODAY_SPECS, part_signals
 from raybatch.steps.stitch import StitchedDocument
 
@@ -40,16 +40,16 @@ def mark_documents(
     """``records`` (one per stitched document, in order) with their confidence and review state."""
     marked = []
     for record, part in zip(records, part_signals(answers, stitched), strict=True):
-        values = field_values(record)
+        values = dict(record.values)
         pages = range(record.first_page, record.last_page + 1)
         signals = Signals(
             doc_type=record.doc_type,
             model_confidence=part.model_confidence,
             ocr_confidences=[ocr[page] for page in pages if page in ocr],
-            problems=check_values(values, TODAY_SPECS),
+            problems=_problems(record, check_values(values, TODAY_SPECS)),
             border=part.border,
             border_fields=part.border_fields,
-            repaired=repaired,
+            repaired=repaired or record.repaired,
         )
         marked.append(with_confidence(record, score(signals, list(values)), thresholds))
     return marked
@@ -73,8 +73,8 @@ def kept_layout(kept: Sequence[DocumentRecord]) -> list[StitchedDocument]:
         StitchedDocument(
             first_page=doc.first_page,
             last_page=doc.last_page,
-            type=DocType(doc.doc_type),
-            **field_values(doc),
+            type=doc.doc_type,
+            values=dict(doc.values),
             fields=dict(doc.fields),
         )
         for doc in kept
@@ -94,3 +94,18 @@ def carried(records: Sequence[DocumentRecord], kept: Sequence[DocumentRecord]) -
         )
         for record, old in zip(records, kept, strict=True)
     ]
+
+
+def _problems(record: DocumentRecord, own: list[FieldProblem]) -> list[FieldProblem]:
+    """The classes file's findings on the record (type, format, enum, required), then review's own
+    checks (an implausible date or amount) of the fields the file did not already fault."""
+    faulted = {name for name, _ in record.problems}
+    found = [FieldProblem(name, _code(reason), reason) for name, reason in record.problems]
+    return found + [problem for problem in own if problem.name not in faulted]
+
+
+def _code(reason: str) -> str:
+    for code in ("required", "enum", "format", "type"):
+        if code in reason:
+            return code
+    return "type"

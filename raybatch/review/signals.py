@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from raybatch.claude.answer import ChunkAnswer, FoundDocument
-from raybatch.models import DOCUMENT_FIELDS, field_values
+from raybatch.models import DOCUMENT_FIELDS
 from raybatch.review.confidence import FieldSpec
 from raybatch.steps.stitch import StitchedDocument
 
@@ -74,8 +74,9 @@ def _conflicts(members: Sequence[FoundDocument]) -> list[str]:
     if len(members) < 2:
         return []
     conflicting = []
-    for name in field_values(members[0]):
-        given = {_skeleton(getattr(doc, name)) for doc in members if getattr(doc, name) is not None}
+    names = sorted({name for doc in members for name in doc.values})
+    for name in names:
+        given = {_skeleton(doc.values[name]) for doc in members if doc.values.get(name) is not None}
         if len(given) > 1:
             conflicting.append(name)
     return conflicting

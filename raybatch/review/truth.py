@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from raybatch.evaluate import evaluate
-from raybatch.models import DocumentRecord, JobRecord, field_values
+from raybatch.models import DocumentRecord, JobRecord
 from raybatch.state.port import StateStore
 
 
@@ -39,7 +39,7 @@ def truth_bundle(job: JobRecord, documents: Sequence[DocumentRecord], file: str)
                 "first_page": doc.first_page,
                 "last_page": doc.last_page,
                 "type": doc.doc_type,
-                **field_values(doc),
+                "fields": dict(doc.values),
             }
             for doc in documents
         ],

@@ -8,9 +8,9 @@ turned by 90 or 270 lies in the PDF with its width and height swapped.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from raybatch.claude.answer import DocType
 
@@ -45,6 +45,7 @@ class TruthDocument(_Truth):
     reference: str
     language: Literal["en", "ru"]
     group: str
+    fields: dict[str, Any] = Field(default_factory=dict)  # the same by the classes file's names
 
 
 class TruthBundle(_Truth):

@@ -41,19 +41,23 @@ def bundle_truth(bundle: PlannedBundle, sha256: str) -> dict[str, Any]:
     documents, first = [], 1
     for index, doc in enumerate(bundle.documents):
         spec = doc.spec
+        fields = {
+            "title": spec.title,
+            "date": print_date(spec.date, "en"),
+            "number": spec.number,
+            "counterparty": spec.deal.counterparty,
+            "amount": None if spec.amount_cents is None else spec.amount_cents / 100,
+            "currency": spec.currency,
+            "reference": spec.deal.reference,
+        }
         documents.append(
             {
                 "index": index,
                 "first_page": first,
                 "last_page": first + len(doc.pages) - 1,
                 "type": spec.type.value,
-                "title": spec.title,
-                "date": print_date(spec.date, "en"),
-                "number": spec.number,
-                "counterparty": spec.deal.counterparty,
-                "amount": None if spec.amount_cents is None else spec.amount_cents / 100,
-                "currency": spec.currency,
-                "reference": spec.deal.reference,
+                **fields,
+                "fields": fields,  # the classes file's fields, as ``raybatch eval`` scores them
                 "language": spec.language,
                 "group": spec.deal.key,
             }

@@ -12,8 +12,8 @@ from raybatch.models import CachedPage, DocumentRecord, JobStatus, PageText
 from raybatch.state.base import SqlBase, clip
 from raybatch.state.port import ErrorRecord
 from raybatch.state.rows import DOCUMENT_COLUMNS, document_record, document_values, error_record, page_text
+from raybatch.state.schema import classes_files, errors, groups, page_ocr, settings
 from raybatch.state.schema import documents as document_rows
-from raybatch.state.schema import errors, groups, page_ocr, settings
 from raybatch.state.schema import jobs as job_rows
 
 PAUSED_KEY = "paused"
@@ -72,16 +72,37 @@ class CatalogQueries(SqlBase):
         with self._read() as conn:
             return [document_record(row) for row in conn.execute(query)]
 
-    def group_spellings(self) -> list[tuple[str, str, str]]:
-        """(group key, counterparty, reference) as documents already in a group wrote them."""
+    def group_spellings(
+        self, fields: Sequence[str] = ("counterparty", "reference")
+    ) -> list[tuple[str, tuple[str, ...]]]:
+        """(group key, the values of ``fields``) as documents already in a group wrote them."""
         query = (
-            sa.select(document_rows.c.group_key, document_rows.c.counterparty, document_rows.c.reference)
+            sa.select(document_rows.c.group_key, document_rows.c.field_values)
             .where(document_rows.c.group_key.is_not(None))
-            .distinct()
             .order_by(document_rows.c.group_key)
         )
         with self._read() as conn:
-            return [(key, party or "", ref or "") for key, party, ref in conn.execute(query)]
+            found = {
+                (key, tuple(str((values or {}).get(name) or "") for name in fields))
+                for key, values in conn.execute(query)
+            }
+        return sorted(found)
+
+    def put_classes_file(self, sha256: str, name: str, text: str, canonical: str) -> None:
+        """Keep a classes file by its sha256; a second put of the same one changes nothing."""
+        insert = self._insert(classes_files).on_conflict_do_nothing(index_elements=["sha256"])
+        row = {"sha256": sha256, "name": name, "text": text, "canonical": canonical}
+        with self._write() as conn:
+            conn.execute(insert.values(**row, created_at=self._now()))
+
+    def get_classes_file(self, sha256: str) -> tuple[str, str, str] | None:
+        """(name, text, canonical) of a kept classes file, or None."""
+        query = sa.select(classes_files.c.name, classes_files.c.text, classes_files.c.canonical).where(
+            classes_files.c.sha256 == sha256
+        )
+        with self._read() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else (row.name, row.text, row.canonical)
 
     def upsert_group(self, key: str, label: str) -> None:
         """Create the group ``key`` or update its label."""

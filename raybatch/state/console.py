@@ -16,7 +16,6 @@ from raybatch.state.schema import documents as document_rows
 from raybatch.state.schema import jobs as job_rows
 
 MAX_PAGE = 500  # rows one page may ask for
-SEARCHED_FIELDS = ("title", "number", "counterparty", "reference")
 
 
 def contains(column: sa.ColumnElement[str], text: str) -> sa.ColumnElement[bool]:
@@ -136,10 +135,12 @@ def _document_conditions(query: DocumentQuery) -> list[sa.ColumnElement[bool]]:
         conditions.append(document_rows.c.doc_type == query.doc_type)
     if query.group_key:
         conditions.append(document_rows.c.group_key == query.group_key)
-    if query.text:
-        conditions.append(sa.or_(*(contains(document_rows.c[name], query.text) for name in SEARCHED_FIELDS)))
+    if query.text:  # the whole of the values (any field of any classes file) and the other fields
+        searched = (sa.cast(document_rows.c.field_values, sa.Text), sa.cast(document_rows.c.fields, sa.Text))
+        conditions.append(sa.or_(*(contains(column, query.text) for column in searched)))
+    date = document_rows.c.field_values["date"].as_string()
     if query.date_from:
-        conditions.append(document_rows.c.date >= query.date_from)
+        conditions.append(date >= query.date_from)
     if query.date_to:
-        conditions.append(document_rows.c.date <= query.date_to)
+        conditions.append(date <= query.date_to)
     return conditions

@@ -36,7 +36,9 @@ from raybatch.state.schema import documents as document_rows
 from raybatch.state.schema import errors, jobs
 
 # Columns a caller may set along with a status change.
-JOB_FIELDS = frozenset({"pages", "progress", "mode", "attempts", "error_class", "error_message"})
+JOB_FIELDS = frozenset(
+    {"pages", "progress", "mode", "attempts", "error_class", "error_message", "classes_sha"}
+)
 _CLAIM_ROUNDS = 3  # re-select after losing races, so a claimer still fills its limit
 _LEASES_PER_STATEMENT = 10_000  # 30,000 parameters a statement, within every backend's limit
 # Claims take urgent jobs first, then the oldest.

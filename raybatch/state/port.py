@@ -473,8 +473,18 @@ class Catalog(Protocol):
         """Documents in (job, index) order, optionally of one job."""
         ...
 
-    def group_spellings(self) -> list[tuple[str, str, str]]:
-        """(group key, counterparty, reference) of documents already grouped: known groups."""
+    def group_spellings(
+        self, fields: Sequence[str] = ("counterparty", "reference")
+    ) -> list[tuple[str, tuple[str, ...]]]:
+        """(group key, the values of ``fields``) of documents already grouped: known groups."""
+        ...
+
+    def put_classes_file(self, sha256: str, name: str, text: str, canonical: str) -> None:
+        """Keep a classes file jobs are written under, by its sha256 (a second put changes nothing)."""
+        ...
+
+    def get_classes_file(self, sha256: str) -> tuple[str, str, str] | None:
+        """(name, text, canonical) of a kept classes file, or None."""
         ...
 
     def upsert_group(self, key: str, label: str) -> None:

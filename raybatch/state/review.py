@@ -262,5 +262,8 @@ def _correction(row: Any) -> CorrectionRecord:
 
 def _version(row: Any) -> DocumentVersion:
     values = dict(row.record)
+    if "field_values" in values:  # stored under the row's column names
+        values["values"] = values.pop("field_values")
+    values["problems"] = tuple(tuple(problem) for problem in values.get("problems") or ())
     record = DocumentRecord(**values)
     return DocumentVersion(row.job_id, row.doc_index, row.version, record, row.replaced_by)

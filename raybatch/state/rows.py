@@ -101,12 +101,17 @@ def batch_record(row: Row[Any]) -> BatchRecord:
     return _record(BatchRecord, row, status=BatchStatus(row.status), counts=counts)
 
 
-DOCUMENT_COLUMNS = _columns(DocumentRecord, "job_id", "index")  # the index is stored as doc_index
+# the index is stored as doc_index, the values as field_values
+DOCUMENT_COLUMNS = tuple(
+    "field_values" if name == "values" else name for name in _columns(DocumentRecord, "job_id", "index")
+)
 
 
 def document_values(document: DocumentRecord) -> dict[str, Any]:
     """The columns of a documents row for ``document`` (without job_id, index and times)."""
-    values = {name: getattr(document, name) for name in DOCUMENT_COLUMNS}
+    values = {name: getattr(document, name) for name in DOCUMENT_COLUMNS if name != "field_values"}
+    values["field_values"] = dict(document.values)
+    values["problems"] = [list(problem) for problem in document.problems]
     values["fields"] = dict(document.fields)
     values["extra"] = dict(document.extra)
     values["review_reasons"] = list(document.review_reasons)
@@ -120,7 +125,9 @@ def document_record(row: Row[Any]) -> DocumentRecord:
         "review_reasons": list(row.review_reasons or []),
         "field_confidence": dict(row.field_confidence or {}),
     }
-    return _record(DocumentRecord, row, index=row.doc_index, **reviewed)
+    problems = tuple((str(name), str(reason)) for name, reason in row.problems or ())
+    values = dict(row.field_values or {})
+    return _record(DocumentRecord, row, index=row.doc_index, values=values, problems=problems, **reviewed)
 
 
 def error_record(row: Row[Any]) -> ErrorRecord:

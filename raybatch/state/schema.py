@@ -9,9 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
-
-from raybatch.models import DOCUMENT_FIELDS, DocumentField
 
 metadata = sa.MetaData(
     naming_convention={
@@ -51,11 +50,7 @@ def _created() -> list[sa.Column[Any]]:
     ]
 
 
-def _document_column(spec: DocumentField) -> sa.Column[Any]:
-    """A declared document field's column: nullable, a float or text (bounded where declared)."""
-    if spec.kind is float:
-        return sa.Column(spec.name, sa.Float)
-    return sa.Column(spec.name, sa.String(spec.length) if spec.length else sa.Text)
+JSON_DOCUMENT = sa.JSON().with_variant(JSONB(), "postgresql")  # JSONB where it exists: queryable
 
 
 jobs = sa.Table(
@@ -82,6 +77,7 @@ jobs = sa.Table(
     sa.Column("lease_expires_at", UtcDateTime()),
     sa.Column("error_class", sa.String(100)),
     sa.Column("error_message", sa.Text),
+    sa.Column("classes_sha", sa.String(64)),  # the classes file its documents were written under
     *_created(),
     sa.Index("ix_jobs_status_lease", "status", "lease_expires_at"),
     # the run whose spend cap (MAX_COST_USD) governs the job: the last capped run that registered it
@@ -157,7 +153,10 @@ documents = sa.Table(
     sa.Column("first_page", sa.Integer, nullable=False),
     sa.Column("last_page", sa.Integer, nullable=False),
     sa.Column("doc_type", sa.String(64), nullable=False),
-    *(_document_column(spec) for spec in DOCUMENT_FIELDS),
+    # the classes file's fields, by name, as checked (``raybatch.classes.values``)
+    sa.Column("field_values", JSON_DOCUMENT, nullable=False),
+    sa.Column("problems", sa.JSON, nullable=False),  # [[field, reason], ...]: values that did not fit
+    sa.Column("repaired", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
     sa.Column("fields", sa.JSON, nullable=False),
     sa.Column("group_key", sa.String(500), index=True),
     sa.Column("pdf_key", sa.Text),
@@ -203,6 +202,17 @@ document_versions = sa.Table(
     sa.Column("replaced_by", sa.Integer, sa.ForeignKey("corrections.id", ondelete="SET NULL")),
     sa.Column("created_at", UtcDateTime(), nullable=False),
     sa.UniqueConstraint("job_id", "doc_index", "version"),
+)
+
+# Each classes file jobs were written under, by the sha256 of its canonical form: enough to load it again.
+classes_files = sa.Table(
+    "classes_files",
+    metadata,
+    sa.Column("sha256", sa.String(64), primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),  # where it came from (a file name), as metadata only
+    sa.Column("text", sa.Text, nullable=False),  # the file as written (YAML)
+    sa.Column("canonical", sa.Text, nullable=False),  # what was used: the file, SPLIT_MODE applied
+    sa.Column("created_at", UtcDateTime(), nullable=False),
 )
 
 groups = sa.Table(

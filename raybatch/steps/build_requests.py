@@ -13,14 +13,16 @@ import base64
 import functools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from raybatch.classes import default_classes
+from raybatch.classes.render import AnswerSpec, answer_spec
+from raybatch.classes.settings import classes_of
 from raybatch.claude.answer import PROMPT_VERSION
 from raybatch.claude.pagetext import page_text_block
-from raybatch.claude.prompt import SYSTEM_PROMPT, closing_instruction
+from raybatch.claude.prompt import closing_instruction
 from raybatch.claude.records import PreparedRequest
-from raybatch.claude.schema import answer_schema
 from raybatch.errors import InvalidRequest
 from raybatch.ids import custom_id, processing_key
 from raybatch.models import PageText, RenderedPage, TextSource
@@ -29,6 +31,7 @@ from raybatch.settings import CLAUDE_MAX_LONG_EDGE, Modality, PrepareSettings, R
 MAX_PAGES = 8
 MAX_IMAGE_BYTES = 3_750_000  # 5 MB once base64-encoded: the API's per-image limit, read strictly
 MIN_TEXT_ONLY_CHARS = 40  # fewer letters and digits than this is not enough to read a page by alone
+EPHEMERAL = {"type": "ephemeral"}
 _MAGIC = {"image/jpeg": (b"\xff\xd8\xff",), "image/webp": (b"RIFF",)}
 
 
@@ -47,6 +50,8 @@ class RequestConfig:
     image_quality: int = 80
     emulated: bool = False  # answered by the built-in emulator: never mistaken for Claude's answer
     prompt_version: str = PROMPT_VERSION
+    # the rendered prompt, schema and classes file: all three are in the fingerprint, so the key
+    answer: AnswerSpec = field(default_factory=lambda: answer_spec(default_classes()))
 
     def fingerprint(self) -> str:
         """A canonical text of every field."""
@@ -77,6 +82,7 @@ def request_config(
         image_format=prepare.image_format,
         image_quality=prepare.image_quality,
         emulated=claude.raybatch_emulator,
+        answer=answer_spec(classes_of(claude)),
     )
 
 
@@ -90,9 +96,9 @@ def build_request(
     params: dict[str, Any] = {
         "model": config.model,
         "max_tokens": config.max_tokens,
-        "system": [{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}],
+        "system": [{"type": "text", "text": config.answer.system_prompt, "cache_control": EPHEMERAL}],
         "messages": [{"role": "user", "content": content}],
-        "output_config": {"format": {"type": "json_schema", "schema": answer_schema()}},
+        "output_config": {"format": {"type": "json_schema", "schema": config.answer.schema}},
     }
     return PreparedRequest(
         custom_id=cid,

@@ -1,7 +1,11 @@
 """Group: documents of one deal (same counterparty, same contract or deal reference) share a key.
 
-Pure. Names are compared as skeletons that shrug off what OCR and people vary: case, spaces,
-quotes, punctuation, legal forms (ООО, LLC, Ltd, ...), and Cyrillic/Latin look-alike letters.
+The fields come from the classes file's ``group_by`` (the default file: counterparty, reference):
+the first is compared as a name, the others as references; a document is in a group when every one
+of them says something. Pure.
+
+Names are compared as skeletons that shrug off what OCR and people vary: case, spaces, quotes,
+punctuation, legal forms (ООО, LLC, Ltd, ...), and Cyrillic/Latin look-alike letters.
 ``group_documents`` also forgives a letter or two lost from a counterparty's name when the
 reference is the same.
 """
@@ -12,7 +16,7 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
@@ -92,7 +96,8 @@ def _drop_phrase(tokens: list[str], phrase: tuple[str, ...]) -> list[str]:
 
 @dataclass(frozen=True)
 class GroupIdentity:
-    """What makes a group: its key, a label for people, and the two skeletons it was made from."""
+    """What makes a group: its key, a label for people, and the skeletons it was made from (the
+    name's, and the references' joined)."""
 
     key: str
     label: str
@@ -100,25 +105,28 @@ class GroupIdentity:
     reference: str
 
 
-def group_identity(counterparty: str | None, reference: str | None) -> GroupIdentity | None:
-    """The group of a (counterparty, reference) pair; None unless both say something."""
-    party, ref = normalize_counterparty(counterparty), normalize_reference(reference)
-    if not party or not ref:
+def group_identity(*values: object) -> GroupIdentity | None:
+    """The group of the ``group_by`` values (a name, then references); None unless all say something."""
+    texts = [None if value is None else str(value) for value in values]
+    if not texts:
         return None
-    digest = hashlib.sha1(f"{party}\x1f{ref}".encode(), usedforsecurity=False).hexdigest()
-    label = f"{' '.join((counterparty or '').split())} · {' '.join((reference or '').split())}"
-    return GroupIdentity(key=f"g_{digest[:16]}", label=label, counterparty=party, reference=ref)
+    party, refs = normalize_counterparty(texts[0]), [normalize_reference(text) for text in texts[1:]]
+    if not party or not all(refs):
+        return None
+    digest = hashlib.sha1("\x1f".join([party, *refs]).encode(), usedforsecurity=False).hexdigest()
+    label = " · ".join(" ".join((text or "").split()) for text in texts)
+    return GroupIdentity(key=f"g_{digest[:16]}", label=label, counterparty=party, reference="\x1f".join(refs))
 
 
-def group_key(counterparty: str | None, reference: str | None) -> str | None:
+def group_key(*values: object) -> str | None:
     """A short stable key (``g_`` + 16 hex) for a counterparty and a reference; None if either is missing."""
-    identity = group_identity(counterparty, reference)
+    identity = group_identity(*values)
     return identity.key if identity else None
 
 
-def group_label(counterparty: str | None, reference: str | None) -> str | None:
+def group_label(*values: object) -> str | None:
     """A label for people: the counterparty and the reference as written."""
-    identity = group_identity(counterparty, reference)
+    identity = group_identity(*values)
     return identity.label if identity else None
 
 
@@ -155,14 +163,18 @@ class Groupable(Protocol):
     def reference(self) -> str | None: ...
 
 
-D = TypeVar("D", bound=Groupable)
+D = TypeVar("D")
+
+
+DEFAULT_GROUP_BY = ("counterparty", "reference")
 
 
 def resolve_identities(
-    pairs: Iterable[tuple[str | None, str | None]], known: Sequence[GroupIdentity] = ()
+    pairs: Iterable[Sequence[object]], known: Sequence[GroupIdentity] = ()
 ) -> list[GroupIdentity | None]:
-    """The group of each pair, near-spellings merged into a known group or the most common spelling."""
-    identities = [group_identity(party, ref) for party, ref in pairs]
+    """The group of each tuple of values, near-spellings merged into a known group or the most
+    common spelling."""
+    identities = [group_identity(*values) for values in pairs]
     counts = Counter(identity for identity in identities if identity)
     chosen: list[GroupIdentity] = list(known)
     for identity, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0].key)):
@@ -177,23 +189,37 @@ def _canonical(identity: GroupIdentity | None, chosen: Sequence[GroupIdentity]) 
     return next(other for other in chosen if same_group(identity, other))
 
 
-def group_documents(docs: Sequence[D], known: Sequence[GroupIdentity] = ()) -> dict[str, list[D]]:
+def group_documents(
+    docs: Sequence[D], known: Sequence[GroupIdentity] = (), fields: Sequence[str] = DEFAULT_GROUP_BY
+) -> dict[str, list[D]]:
     """Documents by group key, in the order given; documents without a group are left out."""
     groups: dict[str, list[D]] = {}
-    for doc, identity in zip(docs, resolve_identities(_pairs(docs), known), strict=True):
+    for doc, identity in zip(docs, resolve_identities(_pairs(docs, fields), known), strict=True):
         if identity is not None:
             groups.setdefault(identity.key, []).append(doc)
     return groups
 
 
-def assign_groups(docs: Sequence[Any], known: Sequence[GroupIdentity] = ()) -> list[Any]:
+def assign_groups(
+    docs: Sequence[Any], known: Sequence[GroupIdentity] = (), fields: Sequence[str] = DEFAULT_GROUP_BY
+) -> list[Any]:
     """Copies of frozen dataclass records (``DocumentRecord``) with ``group_key`` filled in (or None)."""
-    identities = resolve_identities(_pairs(docs), known)
+    identities = resolve_identities(_pairs(docs, fields), known)
     return [
         replace(doc, group_key=identity.key if identity else None)
         for doc, identity in zip(docs, identities, strict=True)
     ]
 
 
-def _pairs(docs: Sequence[Groupable]) -> list[tuple[str | None, str | None]]:
-    return [(doc.counterparty, doc.reference) for doc in docs]
+def group_values(doc: Any, fields: Sequence[str] = DEFAULT_GROUP_BY) -> tuple[object, ...]:
+    """A document's ``group_by`` values: from its ``values`` (a record) or its attributes."""
+    values = getattr(doc, "values", None)
+    if isinstance(values, Mapping):
+        return tuple(values.get(name) for name in fields)
+    return tuple(getattr(doc, name, None) for name in fields)
+
+
+def _pairs(docs: Sequence[Any], fields: Sequence[str]) -> list[tuple[object, ...]]:
+    if not fields:
+        return [() for _ in docs]
+    return [group_values(doc, fields) for doc in docs]

@@ -12,9 +12,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from raybatch.classes import ClassesFile, classes_digest, default_classes
 from raybatch.cost import ModelPrices, add_usage, cost_usd, usage_by_mode
-from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, Usage, field_values
-from raybatch.steps.group import group_label
+from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, Usage
+from raybatch.steps.group import group_label, group_values
 
 MANIFEST_VERSION = 1
 
@@ -27,6 +28,7 @@ def build_manifest(
     prices: ModelPrices,
     model: str | None = None,
     prompt_version: str | None = None,
+    classes: ClassesFile | None = None,
 ) -> bytes:
     """``manifest.json`` of a job: UTF-8 JSON with sorted keys, documents in index order.
 
@@ -35,6 +37,7 @@ def build_manifest(
     how many requests Claude answered, how many the built-in emulator answered (``emulated`` is then
     true: the fields are stand-ins), and how many reused an answer already held.
     """
+    classes = classes or default_classes()
     by_mode = usage_by_mode(chunks)
     cost = cost_usd(by_mode, prices)
     ordered = sorted(documents, key=lambda doc: doc.index)
@@ -45,8 +48,9 @@ def build_manifest(
         "manifest_version": MANIFEST_VERSION,
         "job": _job_entry(job),
         "claude": {"model": model, "prompt_version": prompt_version},
+        "classes": {"sha256": classes_digest(classes), "split": str(classes.split)},
         "documents": [_document_entry(doc, cost, pages) for doc in ordered],
-        "groups": _groups(ordered),
+        "groups": _groups(ordered, classes.group_by),
         "usage": _usage_entry(add_usage(by_mode.values())),
         "usage_by_mode": {mode: _usage_entry(usage) for mode, usage in sorted(by_mode.items())},
         "estimated_cost_usd": cost,
@@ -82,7 +86,11 @@ def _document_entry(doc: DocumentRecord, job_cost: float, job_pages: int) -> dic
         "last_page": doc.last_page,
         "pages": pages,
         "type": str(doc.doc_type),
-        **{name: _finite(value) for name, value in field_values(doc).items()},
+        # each declared field at the top too, as before classes files, where its name is free
+        **{name: _finite(value) for name, value in doc.values.items() if name not in _ENTRY_KEYS},
+        "values": {name: _finite(value) for name, value in doc.values.items()},
+        "problems": [list(problem) for problem in doc.problems],
+        "repaired": doc.repaired,
         "fields": dict(doc.fields),
         "group": doc.group_key,
         "pdf_key": doc.pdf_key,
@@ -104,12 +112,19 @@ def _review_entry(doc: DocumentRecord) -> dict[str, Any]:
     }
 
 
+_ENTRY_KEYS = frozenset(
+    {"index", "first_page", "last_page", "pages", "type", "values", "problems", "repaired", "fields",
+     "group", "pdf_key", "thumb_key", "extra", "estimated_cost_usd",
+     "version", "confidence", "review", "review_reasons", "field_confidence"}
+)  # fmt: skip
+
+
 def _finite(value: object) -> object:
     """JSON has no NaN or infinity: such an amount is written as null."""
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def _groups(documents: Sequence[DocumentRecord]) -> list[dict[str, Any]]:
+def _groups(documents: Sequence[DocumentRecord], group_by: Sequence[str]) -> list[dict[str, Any]]:
     members: dict[str, list[DocumentRecord]] = {}
     for doc in documents:
         if doc.group_key:
@@ -117,7 +132,7 @@ def _groups(documents: Sequence[DocumentRecord]) -> list[dict[str, Any]]:
     return [
         {
             "key": key,
-            "label": group_label(docs[0].counterparty, docs[0].reference),
+            "label": group_label(*group_values(docs[0], group_by)),
             "documents": [doc.index for doc in docs],
         }
         for key, docs in sorted(members.items())

@@ -51,8 +51,10 @@ def read_answer(text: str, *, first_page: int, last_page: int) -> ParsedAnswer:
         data = json.loads(text)
     except json.JSONDecodeError:
         data, repairs = _load_repaired(text, where)
-    answer = _validate(data, where)
-    return ParsedAnswer(check_pages(answer, first_page, last_page, where), repairs)
+    answer = check_pages(_validate(data, where), first_page, last_page, where)
+    if repairs:  # kept with the answer: a repaired answer is marked on its documents
+        answer = answer.model_copy(update={"repairs": list(repairs)})
+    return ParsedAnswer(answer, repairs)
 
 
 def _load_repaired(text: str, where: str) -> tuple[Any, tuple[str, ...]]:

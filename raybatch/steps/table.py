@@ -2,91 +2,91 @@
 
 Pure: records in, Parquet bytes out. The pipeline writes each job's file to
 ``raybatch.ids.OutputKeys.documents_table_part(job_id)``, so a rerun replaces the job's rows instead
-of adding to them; readers concatenate the files. The folders are hive-style (``job_id=N``): a dataset reader
-needs ``hive_partitioning()``, since inferring the partition as int32 clashes with the int64 column.
+of adding to them; readers concatenate the files (``pyarrow.parquet.read_table(dir)``,
+``pandas.read_parquet(dir)``, DuckDB's ``read_parquet('dir/*.parquet')`` all read the folder). The
+field columns come from the classes file (``raybatch.classes.columns``): typed, one per field.
 """
 
 from __future__ import annotations
 
+import functools
 import io
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import date
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TypeAlias
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from raybatch.models import DOCUMENT_FIELDS, DocumentRecord, JobRecord, field_values
-
-_ARROW_TYPES = {str: pa.string(), float: pa.float64()}
-
-
-def _document_fields() -> Iterator[pa.Field]:
-    """A column per declared field, as found; after ``date``, ``date_value``: the same as an ISO date."""
-    for spec in DOCUMENT_FIELDS:
-        yield pa.field(spec.name, _ARROW_TYPES[spec.kind])
-        if spec.name == "date":
-            yield pa.field("date_value", pa.date32())
+from raybatch.classes import ClassesFile, default_classes
+from raybatch.classes.columns import PROBLEM, arrow_fields, field_cells
+from raybatch.models import DocumentRecord, JobRecord
 
 
-def _review_fields() -> Iterator[pa.Field]:
-    """The document's version, score and review state (raybatch.review); older files read as nulls."""
-    yield pa.field("version", pa.int32())
-    yield pa.field("confidence", pa.float64())
-    yield pa.field("review", pa.string())
-    yield pa.field("review_reasons", pa.list_(pa.string()))
+@functools.lru_cache(maxsize=16)
+def _schema_of(classes_json: str) -> pa.Schema:
+    classes = ClassesFile.model_validate_json(classes_json)
+    return pa.schema(
+        [
+            pa.field("job_id", pa.int64(), nullable=False),
+            pa.field("index", pa.int32(), nullable=False),
+            pa.field("sha256", pa.string()),
+            pa.field("source_name", pa.string()),
+            pa.field("first_page", pa.int32(), nullable=False),
+            pa.field("last_page", pa.int32(), nullable=False),
+            pa.field("pages", pa.int32(), nullable=False),
+            pa.field("doc_type", pa.string(), nullable=False),
+            *arrow_fields(classes),
+            pa.field("group_key", pa.string()),
+            pa.field("pdf_key", pa.string()),
+            pa.field("thumb_key", pa.string()),
+            pa.field("fields", pa.map_(pa.string(), pa.string())),
+            pa.field("problems", pa.list_(PROBLEM)),
+            pa.field("repaired", pa.bool_()),
+            # raybatch.review: the document's version, score and review state; older files read as nulls
+            pa.field("version", pa.int32()),
+            pa.field("confidence", pa.float64()),
+            pa.field("review", pa.string()),
+            pa.field("review_reasons", pa.list_(pa.string())),
+        ]
+    )
 
 
-SCHEMA = pa.schema(
-    [
-        pa.field("job_id", pa.int64(), nullable=False),
-        pa.field("index", pa.int32(), nullable=False),
-        pa.field("sha256", pa.string()),
-        pa.field("source_name", pa.string()),
-        pa.field("first_page", pa.int32(), nullable=False),
-        pa.field("last_page", pa.int32(), nullable=False),
-        pa.field("pages", pa.int32(), nullable=False),
-        pa.field("doc_type", pa.string(), nullable=False),
-        *_document_fields(),
-        pa.field("group_key", pa.string()),
-        pa.field("pdf_key", pa.string()),
-        pa.field("thumb_key", pa.string()),
-        pa.field("fields", pa.map_(pa.string(), pa.string())),
-        *_review_fields(),
-    ]
-)
+def table_schema(classes: ClassesFile | None = None) -> pa.Schema:
+    """The table's schema under ``classes`` (the default file when None)."""
+    return _schema_of((classes or default_classes()).model_dump_json())
 
 
-def hive_partitioning() -> Any:
-    """The partitioning of the per-job folders, for ``pyarrow.dataset`` readers (imported here: the
-    writers, which only write, never load it)."""
-    import pyarrow.dataset as ds
-
-    return ds.partitioning(pa.schema([pa.field("job_id", pa.int64())]), flavor="hive")
+SCHEMA = table_schema()  # under the default classes file
 
 
 TableSource: TypeAlias = str | Path | bytes | pa.Buffer | BinaryIO
 
 
-def documents_table(documents: Sequence[DocumentRecord], job: JobRecord | None = None) -> bytes:
+def documents_table(
+    documents: Sequence[DocumentRecord], job: JobRecord | None = None, classes: ClassesFile | None = None
+) -> bytes:
     """One job's documents as Parquet bytes, rows in index order; ``job`` adds its hash and name."""
     if job is not None and any(doc.job_id != job.id for doc in documents):
         raise ValueError("every document must belong to the job given")
-    rows = [_row(doc, job) for doc in sorted(documents, key=lambda doc: (doc.job_id, doc.index))]
-    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    classes = classes or default_classes()
+    rows = [_row(doc, job, classes) for doc in sorted(documents, key=lambda doc: (doc.job_id, doc.index))]
+    table = pa.Table.from_pylist(rows, schema=table_schema(classes))
     out = io.BytesIO()
     pq.write_table(table, out, compression="zstd")
     return out.getvalue()
 
 
-def read_documents_table(sources: TableSource | Iterable[TableSource]) -> pa.Table:
+def read_documents_table(
+    sources: TableSource | Iterable[TableSource], classes: ClassesFile | None = None
+) -> pa.Table:
     """The rows of many per-job files (paths, folders searched for ``*.parquet``, bytes or buffers)."""
-    tables = [_conform(pq.ParquetFile(_readable(item)).read()) for item in _expand(sources)]
-    return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+    schema = table_schema(classes)
+    tables = [_conform(pq.ParquetFile(_readable(item)).read(), schema) for item in _expand(sources)]
+    return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
-def _row(doc: DocumentRecord, job: JobRecord | None) -> dict[str, Any]:
+def _row(doc: DocumentRecord, job: JobRecord | None, classes: ClassesFile) -> dict[str, Any]:
     return {
         "job_id": doc.job_id,
         "index": doc.index,
@@ -96,8 +96,7 @@ def _row(doc: DocumentRecord, job: JobRecord | None) -> dict[str, Any]:
         "last_page": doc.last_page,
         "pages": doc.last_page - doc.first_page + 1,
         "doc_type": str(doc.doc_type),
-        **field_values(doc),
-        "date_value": _iso_date(doc.date),
+        **field_cells(classes, str(doc.doc_type), doc.values),
         "group_key": doc.group_key,
         "pdf_key": doc.pdf_key,
         "thumb_key": doc.thumb_key,
@@ -106,14 +105,9 @@ def _row(doc: DocumentRecord, job: JobRecord | None) -> dict[str, Any]:
         "confidence": doc.confidence,
         "review": doc.review,
         "review_reasons": list(doc.review_reasons),
+        "problems": [{"field": name, "reason": reason} for name, reason in doc.problems],
+        "repaired": doc.repaired,
     }
-
-
-def _iso_date(value: str | None) -> date | None:
-    try:
-        return date.fromisoformat(value.strip()) if value else None
-    except ValueError:
-        return None
 
 
 def _expand(sources: TableSource | Iterable[TableSource]) -> list[TableSource]:
@@ -136,12 +130,12 @@ def _readable(item: TableSource) -> Any:
     return str(item) if isinstance(item, Path) else item
 
 
-def _conform(table: pa.Table) -> pa.Table:
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Columns in the schema's order and types; a column an older file lacks comes back empty."""
     columns = [
         table.column(field.name).cast(field.type)
         if field.name in table.column_names
         else pa.nulls(table.num_rows, field.type)
-        for field in SCHEMA
+        for field in schema
     ]
-    return pa.Table.from_arrays(columns, schema=SCHEMA)
+    return pa.Table.from_arrays(columns, schema=schema)

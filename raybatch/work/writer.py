@@ -28,6 +28,9 @@ from typing import Protocol
 import pymupdf
 
 from raybatch.cancel import remove_outputs
+from raybatch.classes import ClassesFile, canonical, classes_digest
+from raybatch.classes.settings import classes_of
+from raybatch.classes.values import check_values
 from raybatch.claude.answer import PROMPT_VERSION, ChunkAnswer
 from raybatch.cost import prices_for
 from raybatch.errors import LeaseLost, PermanentError, RaybatchError, TransientError, error_class
@@ -43,7 +46,6 @@ from raybatch.models import (
     Lease,
     ReviewState,
     TextSource,
-    field_values,
 )
 from raybatch.objects.port import ObjectStore
 from raybatch.review.corrections import redo_correction, redo_plan, redo_region
@@ -51,7 +53,7 @@ from raybatch.review.mark import Thresholds, carried, kept_layout, mark_document
 from raybatch.settings import PrepareSettings, RequestSettings, ReviewSettings, StoreSettings
 from raybatch.sources import read_source_patiently
 from raybatch.state.port import Catalog, Flags, JobsWithChunks, PageTexts, Reviews
-from raybatch.steps.group import GroupIdentity, assign_groups, group_identity
+from raybatch.steps.group import GroupIdentity, assign_groups, group_identity, group_values
 from raybatch.steps.manifest import build_manifest
 from raybatch.steps.open_source import open_source
 from raybatch.steps.slice import slice_document
@@ -128,6 +130,22 @@ class ResultWriter:
         self._metrics = metrics or Metrics()
         self._output_keys: OutputKeys | None = None
         self._thresholds = Thresholds((review or ReviewSettings()).review_below)
+        self._classes: ClassesFile = classes_of(claude)
+        self._classes_sha: str | None = None  # kept in the database on the first write
+
+    @property
+    def classes(self) -> ClassesFile:
+        """The classes file this writer writes under."""
+        return self._classes
+
+    def _recorded_classes(self) -> str:
+        """The sha256 of this writer's classes file, kept in ``classes_files`` (once)."""
+        if self._classes_sha is None:
+            sha, claude, used = classes_digest(self._classes), self._claude, canonical(self._classes)
+            name, text = claude.classes_file or "default", claude.classes_text or used
+            self._state.put_classes_file(sha, name, text, used)
+            self._classes_sha = sha
+        return self._classes_sha
 
     def _keys(self) -> OutputKeys:
         """This database's object keys (its id is read once)."""
@@ -180,7 +198,7 @@ class ResultWriter:
     def _write(self, job: JobRecord, lease: Lease) -> tuple[int, int]:
         chunks = self._state.get_chunks(job.id)
         answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
-        stitched = stitch(answers, job.pages or 0)
+        stitched = stitch(answers, job.pages or 0, self._classes)
         rotations = page_rotations(chunks, stitched)
         if job.error_class in (REDO, REDO_FRESH):
             return self._redo(job, lease, answers, stitched)
@@ -198,7 +216,8 @@ class ResultWriter:
             self._state.upsert_documents(job.id, records)
         self._drop_stale_objects(job.id, records)
         self.publish(job, records, lease)
-        self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0)
+        classes_sha = self._recorded_classes()
+        self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0, classes_sha=classes_sha)
         self._metrics.documents_written(len(records), job.priority)
         return len(records), sum(1 for doc in records if doc.review == ReviewState.PENDING)
 
@@ -212,7 +231,7 @@ class ResultWriter:
         """``raybatch redo``: the new answer's documents over the pages asked again become new
         versions, in the ledger as a ``redo``; the previous versions are kept."""
         current = self._state.list_documents(job.id)
-        answered = [_record(job, index, doc) for index, doc in enumerate(stitched)]
+        answered = [self._record(job, index, doc) for index, doc in enumerate(stitched)]
         answered = mark_documents(answered, answers, stitched, self._ocr(job), self._thresholds)
         region = redo_region(job.error_message)
         plan = redo_plan(current, answered, region, self._state.highest_versions(job.id))
@@ -226,7 +245,12 @@ class ResultWriter:
         self._drop_stale_objects(job.id, records)
         self.publish(job, records, lease)
         self._state.finish_claim(
-            lease, JobStatus.COMPLETED, progress=100.0, error_class=None, error_message=None
+            lease,
+            JobStatus.COMPLETED,
+            progress=100.0,
+            error_class=None,
+            error_message=None,
+            classes_sha=self._recorded_classes(),
         )
         return len(records), sum(1 for doc in records if doc.review == ReviewState.PENDING)
 
@@ -235,7 +259,9 @@ class ResultWriter:
         self._fence(lease)
         self._put_json(self._keys().manifest(job.id), self._manifest(job, records))
         self._fence(lease)
-        self._store.put(self._keys().documents_table_part(job.id), documents_table(records, job))
+        self._store.put(
+            self._keys().documents_table_part(job.id), documents_table(records, job, self._classes)
+        )
 
     def _ocr(self, job: JobRecord) -> dict[int, float]:
         """Each OCR-read page's word confidence (the best of the engines that read it)."""
@@ -283,7 +309,7 @@ class ResultWriter:
         its pages, turned upright, drawn, uploaded under its version's keys, and grouped."""
         chunks = self._state.get_chunks(job.id)
         answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
-        rotations = page_rotations(chunks, stitch(answers, job.pages or 0))
+        rotations = page_rotations(chunks, stitch(answers, job.pages or 0, self._classes))
         data = read_source_patiently(job.source_uri, self._sources, sha256=job.sha256)
         written = []
         with _opened(data, job, self._max_page_pixels) as source:
@@ -322,14 +348,33 @@ class ResultWriter:
         version: int = 1,
     ) -> DocumentRecord:
         pdf_key, thumb_key = self._put_document(job, index, version, pdf, thumb, lease)
-        return replace(_record(job, index, doc), pdf_key=pdf_key, thumb_key=thumb_key, version=version)
+        return replace(self._record(job, index, doc), pdf_key=pdf_key, thumb_key=thumb_key, version=version)
+
+    def _record(self, job: JobRecord, index: int, doc: StitchedDocument) -> DocumentRecord:
+        """The row of a stitched document, its values checked against the classes file (its objects'
+        keys not yet set)."""
+        checked = check_values(self._classes, doc.type, doc.values)
+        return DocumentRecord(
+            job_id=job.id,
+            index=index,
+            first_page=doc.first_page,
+            last_page=doc.last_page,
+            doc_type=checked.doc_type,
+            fields=dict(doc.fields),
+            values=checked.values,
+            problems=checked.problems,
+            repaired=doc.repaired,
+        )
 
     def _group(self, records: list[DocumentRecord]) -> list[DocumentRecord]:
         """Group key per document, near-spellings joined to groups other jobs already made."""
-        known = list(_known_groups(self._state.group_spellings()))
-        grouped: list[DocumentRecord] = assign_groups(records, known)
+        group_by = self._classes.group_by
+        if not group_by:
+            return records
+        known = list(_known_groups(self._state.group_spellings(group_by)))
+        grouped: list[DocumentRecord] = assign_groups(records, known, group_by)
         for doc in grouped:
-            identity = group_identity(doc.counterparty, doc.reference)
+            identity = group_identity(*group_values(doc, group_by))
             if doc.group_key and identity:
                 self._state.upsert_group(doc.group_key, identity.label)
         return grouped
@@ -355,6 +400,7 @@ class ResultWriter:
             prices=prices_for(claude.claude_model, claude.claude_prices),
             model=claude.claude_model,
             prompt_version=PROMPT_VERSION,
+            classes=self._classes,
         )
 
     def _put_json(self, key: str, data: bytes) -> None:
@@ -362,22 +408,9 @@ class ResultWriter:
         self._store.put(key, data, content_type="application/json")
 
 
-def _record(job: JobRecord, index: int, doc: StitchedDocument) -> DocumentRecord:
-    """The row of a stitched document (its objects' keys not yet set)."""
-    return DocumentRecord(
-        job_id=job.id,
-        index=index,
-        first_page=doc.first_page,
-        last_page=doc.last_page,
-        doc_type=doc.type.value,
-        fields=dict(doc.fields),
-        **field_values(doc),
-    )
-
-
-def _known_groups(spellings: Sequence[tuple[str, str, str]]) -> Iterator[GroupIdentity]:
-    for key, party, reference in spellings:
-        identity = group_identity(party, reference)
+def _known_groups(spellings: Sequence[tuple[str, tuple[str, ...]]]) -> Iterator[GroupIdentity]:
+    for key, values in spellings:
+        identity = group_identity(*values)
         if identity is not None:
             yield replace(identity, key=key)
 

@@ -101,7 +101,12 @@ def bundle_texts(bundle: int = 0, seed: int = 7) -> list[str]:
 
 
 def prepared_job(
-    state: SqlStateStore, texts: Sequence[str], *, name: str, mode: str = "batch"
+    state: SqlStateStore,
+    texts: Sequence[str],
+    *,
+    name: str,
+    mode: str = "batch",
+    config: RequestConfig = CONFIG,
 ) -> PreparedJob:
     """Register a job for ``texts`` and save its chunks as prepared (text-only requests)."""
     sha = sha256_bytes(f"{name}:{len(texts)}".encode())
@@ -120,7 +125,7 @@ def prepared_job(
             RenderedPage(p, _BLANK.getvalue(), "image/jpeg", 32, 45, PageText(p, texts[p - 1], "layer"))
             for p in plan.pages
         ]
-        request = build_request(job.id, plan.n, sha, pages, config=CONFIG)
+        request = build_request(job.id, plan.n, sha, pages, config=config)
         chunks[plan.n] = PreparedChunk(request, {p: 0 for p in plan.pages})
     state.save_chunks(job.id, [c.record() for c in chunks.values()])
     assert {c.status for c in state.get_chunks(job.id)} == {ChunkStatus.PREPARED}

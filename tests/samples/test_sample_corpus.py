@@ -131,7 +131,7 @@ def test_documents_tile_each_bundle(truth: Truth) -> None:
         for index, doc in enumerate(bundle.documents):
             assert doc.index == index and doc.first_page == expected_first
             assert 1 <= doc.last_page - doc.first_page + 1 <= 15
-            assert (doc.amount is None) is (doc.currency is None) is (doc.type is DocType.LETTER)
+            assert (doc.amount is None) is (doc.currency is None) is (doc.type == DocType.LETTER)
             expected_first = doc.last_page + 1
         assert expected_first == bundle.pages + 1
     docs = [d for b in truth.bundles for d in b.documents]
@@ -169,7 +169,7 @@ def test_groups_tie_documents_across_bundles(truth: Truth) -> None:
             )
     spanning = [g for g in truth.groups if len({file for file, _ in g.documents}) > 1]
     assert len(spanning) >= len(truth.groups) // 2
-    contracts = {d.reference: d for d in where.values() if d.type is DocType.CONTRACT}
+    contracts = {d.reference: d for d in where.values() if d.type == DocType.CONTRACT}
     assert all(g.reference in contracts for g in truth.groups)
     assert all(contracts[g.reference].number == g.reference for g in truth.groups)
 

@@ -145,7 +145,7 @@ def test_pages_without_text_continue_the_current_document() -> None:
     answer = answer_chunk([(9, ""), (10, INVOICE_1 + "INV-24-0001 · Page 1 of 3"), (11, "   \n")])
     assert answer.first_continues_previous and answer.last_continues_next
     assert [(d.first_page, d.last_page) for d in answer.documents] == [(9, 9), (10, 11)]
-    assert answer.documents[0].type is DocType.OTHER and answer.documents[0].number is None
+    assert answer.documents[0].type == DocType.OTHER and answer.documents[0].number is None
     invoice = answer.documents[1]
     assert (invoice.type, invoice.number, invoice.date) == (DocType.INVOICE, "INV-24-0001", "2024-03-05")
     assert (invoice.counterparty, invoice.amount, invoice.currency) == ("Foo LLC", 1234.5, "USD")

@@ -16,12 +16,11 @@ def document(job_id: int, index: int, **fields) -> DocumentRecord:  # type: igno
         first_page=index * 2 + 1,
         last_page=index * 2 + 2,
         doc_type="invoice",
-        counterparty="ООО «Ромашка»",
-        amount=1234.5,
         fields={"inn": "7701234567", **fields},
         group_key="romashka/42",
         pdf_key=f"jobs/{job_id}/documents/{index}.pdf",
         extra={"pages": [1, 2]},
+        values={"counterparty": "ООО «Ромашка»", "amount": 1234.5},
     )
 
 
@@ -97,9 +96,15 @@ def test_group_spellings_are_distinct_per_group(store: SqlStateStore) -> None:
 
     job = register(store, 31)[0].id
     docs = [
-        DocumentRecord(job, 0, 1, 1, "invoice", counterparty="Acme", reference="D-1", group_key="g_1"),
-        DocumentRecord(job, 1, 2, 2, "act", counterparty="Acme", reference="D-1", group_key="g_1"),
-        DocumentRecord(job, 2, 3, 3, "letter", counterparty="Acme", reference=None, group_key=None),
+        DocumentRecord(
+            job, 0, 1, 1, "invoice", group_key="g_1", values={"counterparty": "Acme", "reference": "D-1"}
+        ),
+        DocumentRecord(
+            job, 1, 2, 2, "act", group_key="g_1", values={"counterparty": "Acme", "reference": "D-1"}
+        ),
+        DocumentRecord(
+            job, 2, 3, 3, "letter", group_key=None, values={"counterparty": "Acme", "reference": None}
+        ),
     ]
     store.upsert_documents(job, docs)
-    assert store.group_spellings() == [("g_1", "Acme", "D-1")]
+    assert store.group_spellings() == [("g_1", ("Acme", "D-1"))]

@@ -31,7 +31,12 @@ def test_documents_page_by_query_and_keyset(store: SqlStateStore) -> None:
     (job,) = _jobs(store, ["a.pdf"])
     docs = [
         DocumentRecord(
-            job_id=job, index=i, first_page=i + 1, last_page=i + 1, doc_type=t, counterparty=p, date=d
+            job_id=job,
+            index=i,
+            first_page=i + 1,
+            last_page=i + 1,
+            doc_type=t,
+            values={"counterparty": p, "date": d},
         )
         for i, (t, p, d) in enumerate(
             [("invoice", "Acme", "2026-01-02"), ("act", "Globex", "2026-02-03"), ("invoice", "Initech", None)]

@@ -20,7 +20,7 @@ def document(job_id: int, index: int, **more) -> DocumentRecord:  # type: ignore
         "first_page": index * 2 + 1,
         "last_page": index * 2 + 2,
         "doc_type": "invoice",
-        "amount": 10.0 + index,
+        "values": {"amount": 10.0 + index},
         "pdf_key": f"jobs/{job_id}/documents/{index}.pdf",
         "confidence": 0.5,
         "review": ReviewState.PENDING.value,

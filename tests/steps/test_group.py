@@ -41,8 +41,7 @@ def _doc(index: int, counterparty: str | None, reference: str | None, job_id: in
         first_page=index + 1,
         last_page=index + 1,
         doc_type="invoice",
-        counterparty=counterparty,
-        reference=reference,
+        values={"counterparty": counterparty, "reference": reference},
     )
 
 

@@ -58,7 +58,7 @@ def test_both_flags_merge_and_fields_combine() -> None:
 def test_type_comes_from_the_first_part_that_is_not_other() -> None:
     a = chunk([found(1, 8, type=DocType.OTHER)], last=True)
     b = chunk([found(9, 9, type=DocType.CONTRACT)], first=True)
-    assert stitch([(0, a), (1, b)], pages=9)[0].type is DocType.CONTRACT
+    assert stitch([(0, a), (1, b)], pages=9)[0].type == DocType.CONTRACT
 
 
 def test_neither_flag_splits_even_identical_fields() -> None:
@@ -86,17 +86,19 @@ def test_disagreeing_flags_are_settled_by_the_fields(after: FoundDocument, merge
 
 
 def test_counterparty_punctuation_does_not_conflict() -> None:
-    a = StitchedDocument(1, 1, DocType.ACT, counterparty="ООО «Ромашка»")
-    b = StitchedDocument(2, 2, DocType.ACT, counterparty='ООО "Ромашка"')
+    a = StitchedDocument(1, 1, DocType.ACT, values={"counterparty": "ООО «Ромашка»"})
+    b = StitchedDocument(2, 2, DocType.ACT, values={"counterparty": 'ООО "Ромашка"'})
     assert same_document(a, b)
-    assert not same_document(a, StitchedDocument(2, 2, DocType.ACT, counterparty="ООО «Лютик»"))
+    assert not same_document(a, StitchedDocument(2, 2, DocType.ACT, values={"counterparty": "ООО «Лютик»"}))
 
 
 def test_fields_are_compared_as_grouping_compares_them() -> None:
-    a = StitchedDocument(1, 1, DocType.ACT, number="АСТ-24-7", counterparty="ООО «Ромашка»")  # Cyrillic
-    b = StitchedDocument(2, 2, DocType.ACT, number="No ACT-24-7", counterparty="Ромашка")
+    a = StitchedDocument(
+        1, 1, DocType.ACT, values={"number": "АСТ-24-7", "counterparty": "ООО «Ромашка»"}
+    )  # Cyrillic
+    b = StitchedDocument(2, 2, DocType.ACT, values={"number": "No ACT-24-7", "counterparty": "Ромашка"})
     assert same_document(a, b)
-    assert not same_document(a, StitchedDocument(2, 2, DocType.ACT, number="ACT-24-8"))
+    assert not same_document(a, StitchedDocument(2, 2, DocType.ACT, values={"number": "ACT-24-8"}))
 
 
 def test_a_document_through_three_chunks_and_flags_at_the_edges() -> None:

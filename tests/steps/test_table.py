@@ -11,7 +11,7 @@ import pytest
 
 from raybatch.ids import OutputKeys
 from raybatch.models import DocumentRecord, JobRecord, JobStatus, SourceKind
-from raybatch.steps.table import SCHEMA, documents_table, hive_partitioning, read_documents_table
+from raybatch.steps.table import SCHEMA, documents_table, read_documents_table
 
 KEYS = OutputKeys("ab" * 16)
 
@@ -36,11 +36,13 @@ def _docs(job_id: int, count: int) -> list[DocumentRecord]:
             first_page=2 * i + 1,
             last_page=2 * i + 2,
             doc_type="invoice",
-            date="2024-03-0" + str(i + 1) if i < 2 else "3 марта 2024",
-            amount=100.0 * i,
-            counterparty="ООО «Ромашка»",
             fields={"b": "2", "a": "1"},
             group_key="g_0123456789abcdef",
+            values={
+                "date": "2024-03-0" + str(i + 1) if i < 2 else "3 марта 2024",
+                "amount": 100.0 * i,
+                "counterparty": "ООО «Ромашка»",
+            },
         )
         for i in range(count)
     ]
@@ -126,9 +128,9 @@ def test_an_older_file_without_a_column_still_reads() -> None:
     assert rows[0]["job_id"] == 9 and rows[0]["counterparty"] is None
 
 
-def test_the_folder_reads_as_a_hive_dataset(tmp_path: Path) -> None:
+def test_the_folder_reads_as_a_dataset(tmp_path: Path) -> None:
     _write(tmp_path, 1, 2)
     _write(tmp_path, 22, 1)
     root = tmp_path / KEYS.documents_table
-    table = ds.dataset(root, format="parquet", partitioning=hive_partitioning()).to_table()
+    table = ds.dataset(root, format="parquet").to_table()
     assert sorted(table["job_id"].to_pylist()) == [1, 1, 22]

@@ -15,7 +15,7 @@ from raybatch.claude.emulator.batches import BatchStore, StoredBatch, StoredRequ
 from raybatch.claude.emulator.config import EmulatorConfig
 from raybatch.claude.emulator.doubt import doubt
 from raybatch.claude.emulator.faults import FaultInjector
-from raybatch.claude.emulator.model import check_params, rules_responder, spoil
+from raybatch.claude.emulator.model import check_params, cut_at_max_tokens, rules_responder, spoil
 from raybatch.claude.emulator.tokens import estimate_input_tokens, estimate_output_tokens, strip_images
 from raybatch.ids import CUSTOM_ID_PATTERN
 
@@ -142,13 +142,14 @@ class EmulatorApp:
         kind = self.injector.malformed_message()
         if kind is not None:
             answer = spoil(answer, kind, self.injector.rng())
+        answer, stop = cut_at_max_tokens(answer, params)
         tokens = estimate_input_tokens(params, self.config.image_token_cap)
         usage = wire.usage_body(tokens, estimate_output_tokens(answer), "standard")
         custom_id = call.headers.get(CUSTOM_ID_HEADER)
         if custom_id:
             with self._calls_lock:
                 self._answered[custom_id] += 1
-        return json_reply(200, wire.message_body(params["model"], answer, usage))
+        return json_reply(200, wire.message_body(params["model"], answer, usage, stop))
 
     def _count_tokens(self, call: Call) -> Reply:
         params = _json_body(call.body)

@@ -19,7 +19,7 @@ from raybatch.claude.emulator import wire
 from raybatch.claude.emulator.config import EmulatorConfig, Responder
 from raybatch.claude.emulator.doubt import doubt
 from raybatch.claude.emulator.faults import FaultInjector, RequestPlan
-from raybatch.claude.emulator.model import rules_responder, spoil
+from raybatch.claude.emulator.model import cut_at_max_tokens, rules_responder, spoil
 from raybatch.claude.emulator.tokens import estimate_output_tokens
 from raybatch.models import ResultType
 
@@ -190,8 +190,10 @@ class BatchStore:
             return _errored("api_error", None)
         if request.plan.malformed is not None:
             answer = spoil(answer, request.plan.malformed, self._faults.rng())
+        answer, stop = cut_at_max_tokens(answer, request.params)
         usage = wire.usage_body(request.input_tokens, estimate_output_tokens(answer), "batch")
-        return {"type": "succeeded", "message": wire.message_body(request.params["model"], answer, usage)}
+        message = wire.message_body(request.params["model"], answer, usage, stop)
+        return {"type": "succeeded", "message": message}
 
     def _responder(self) -> Responder:
         return self._config.responder or rules_responder

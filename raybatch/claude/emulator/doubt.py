@@ -73,14 +73,15 @@ def _wrong_split(documents: list[FoundDocument]) -> list[FoundDocument]:
 
 
 def _wrong_class(doc: FoundDocument) -> FoundDocument:
-    others = [t for t in _CLASSES if t is not doc.type]
+    others = [t for t in _CLASSES if t != doc.type]
     return doc.model_copy(update={"type": others[0], "confidence": WRONG})
 
 
 def _wrong_field(doc: FoundDocument) -> FoundDocument:
-    if doc.amount is not None:
-        return doc.model_copy(update={"amount": doc.amount * 10, "confidence": WRONG})
-    return doc.model_copy(update={"number": f"{doc.number or ''}9", "confidence": WRONG})
+    values = doc.values
+    if isinstance(values.get("amount"), int | float):
+        return doc.model_copy(update={"amount": values["amount"] * 10, "confidence": WRONG})
+    return doc.model_copy(update={"number": f"{values.get('number') or ''}9", "confidence": WRONG})
 
 
 # What ``raybatch demo`` asks for: a little of each, so a new user meets a review queue.

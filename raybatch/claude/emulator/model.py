@@ -13,10 +13,26 @@ _SPOILERS = [kind for kind in MalformedKind if kind is not MalformedKind.MIXED]
 
 
 def rules_responder(params: Mapping[str, Any]) -> str:
-    """The default model: reads each page's text from the request and answers by simple rules."""
+    """The default model: reads each page's text from the request and answers by simple rules
+    (the sample corpus's, for the default classes file; a file's hints and labels for any other)."""
+    from raybatch.claude.emulator.file_rules import answer_by_file, from_another_file
     from raybatch.claude.emulator.rules import answer_chunk  # late: tests may swap the rules
 
-    return answer_chunk(pages_from_params(params)).model_dump_json()
+    pages = pages_from_params(params)
+    if from_another_file(params):
+        return answer_by_file(params, pages).model_dump_json(exclude={"repairs"})
+    return answer_chunk(pages).model_dump_json()
+
+
+def cut_at_max_tokens(answer: str, params: Mapping[str, Any]) -> tuple[str, str]:
+    """The answer and its stop reason: cut at ``max_tokens`` (as the emulator counts tokens) when
+    it is longer, as the API stops a model that runs out of its budget."""
+    from raybatch.claude.emulator.tokens import estimate_output_tokens
+
+    limit = int(params.get("max_tokens") or 0)
+    if estimate_output_tokens(answer) <= limit:
+        return answer, "end_turn"
+    return answer[: limit * 4], "max_tokens"
 
 
 def check_params(params: Any) -> str | None:

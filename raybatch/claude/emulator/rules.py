@@ -208,18 +208,23 @@ def describe(part: Part) -> FoundDocument:
         _REFERENCE_RE, "\n".join(p.text for p in part.pages)
     )
     reference = f"D{found[1:]}" if found else None
-    return FoundDocument(
-        first_page=part.pages[0].page,
-        last_page=part.pages[-1].page,
-        type=doc_type(title, part.number),
-        title=title.text if title else None,
-        date=parse_date(labels.get("date", "")) or parse_date(start_text),
-        number=part.number,
-        counterparty=labels.get("counterparty") or None,
-        amount=amount,
-        currency=currency,
-        reference=reference,
-        fields=[NamedField(name="language", value=language("\n".join(p.text for p in part.pages)))],
+    values = {
+        "title": title.text if title else None,
+        "date": parse_date(labels.get("date", "")) or parse_date(start_text),
+        "number": part.number,
+        "counterparty": labels.get("counterparty") or None,
+        "amount": amount,
+        "currency": currency,
+        "reference": reference,
+    }
+    return FoundDocument.model_validate(
+        {
+            "first_page": part.pages[0].page,
+            "last_page": part.pages[-1].page,
+            "type": doc_type(title, part.number),
+            "fields": [NamedField(name="language", value=language("\n".join(p.text for p in part.pages)))],
+            **values,
+        }
     )
 
 
@@ -292,12 +297,14 @@ def answer_from_truth(truth_bundle: TruthBundle | Mapping[str, Any], pages: list
     first, last = min(pages), max(pages)
     docs = [d for d in bundle.documents if d.first_page <= last and d.last_page >= first]
     found = [
-        FoundDocument(
-            first_page=max(d.first_page, first),
-            last_page=min(d.last_page, last),
-            type=d.type,
-            **field_values(d),
-            fields=[NamedField(name="language", value=d.language)],
+        FoundDocument.model_validate(
+            {
+                "first_page": max(d.first_page, first),
+                "last_page": min(d.last_page, last),
+                "type": d.type,
+                **field_values(d),
+                "fields": [NamedField(name="language", value=d.language)],
+            }
         )
         for d in docs
     ]

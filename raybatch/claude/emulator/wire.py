@@ -57,15 +57,17 @@ def usage_body(input_tokens: int, output_tokens: int, service_tier: str) -> dict
     }
 
 
-def message_body(model: str, text: str, usage: dict[str, Any]) -> dict[str, Any]:
-    """A complete Message whose answer is one text block."""
+def message_body(
+    model: str, text: str, usage: dict[str, Any], stop_reason: str = "end_turn"
+) -> dict[str, Any]:
+    """A complete Message whose answer is one text block (cut short when ``stop_reason`` says so)."""
     return {
         "id": new_id("msg"),
         "type": "message",
         "role": "assistant",
         "model": model,
         "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
+        "stop_reason": stop_reason,
         "stop_sequence": None,
         "usage": usage,
     }
