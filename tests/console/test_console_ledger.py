@@ -40,6 +40,7 @@ def test_the_queue_is_the_ledgers(ledger: LedgerData, client: TestClient) -> Non
     assert f"job {ledger.job}, document 0 <small>(15 waiting)</small>" in page and 'id="next"' in page
     assert client.get(f"/jobs/{ledger.job}/pages/1.png?size=l").status_code == 200
     assert "1.00 · pending" in client.get(f"/jobs/{ledger.job}").text
+    assert '<td data-field="review">15 waiting</td>' in client.get("/jobs").text
 
 
 def test_accept_and_set_write_versions_by_the_viewer(ledger: LedgerData, client: TestClient) -> None:
@@ -60,6 +61,7 @@ def test_accept_and_set_write_versions_by_the_viewer(ledger: LedgerData, client:
     assert all(c.reviewer.startswith("local:") for c in corrections)
     assert corrections[1].change == {"doc_type": "receipt"}
     assert [v.version for v in state.document_versions(job, 1)] == [1]
+    assert '<td data-field="review">12 waiting · 3 reviewed</td>' in client.get("/jobs").text
 
 
 def test_split_then_merge_through_the_console(ledger: LedgerData, client: TestClient) -> None:
