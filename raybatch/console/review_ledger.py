@@ -32,7 +32,7 @@ class LedgerReviewPort:
     desk: ReviewDesk
 
     def pending_count(self) -> int:
-        return len(self.desk.pending())
+        return self.desk.state.review_totals()[ReviewState.PENDING.value]  # counted, none loaded
 
     def next_pending(self, after: DocumentKey | None = None) -> PendingDocument | None:
         found = self.desk.next_pending(DocRef(after.job_id, after.index) if after else None)

@@ -92,3 +92,13 @@ def test_what_the_desk_refuses_is_said(ledger: LedgerData, client: TestClient) -
     answer = _post(client, job, 2, action="split", version="1", page="40")
     assert "not done: split at page 40: the document has pages 3-17" in answer
     assert state.list_corrections(job) == []
+
+
+def test_raybatch_serve_serves_the_ledgers_queue(ledger: LedgerData) -> None:
+    from raybatch.console.serve import console_app
+
+    app = console_app(ledger.settings, "127.0.0.1")  # what `raybatch serve` runs
+    with TestClient(app, base_url="http://127.0.0.1") as served:
+        assert "(15 waiting)" in served.get("/review").text
+        assert "accepted document 0" in _post(served, ledger.job, 0, action="accept", version="1")
+    assert [c.kind for c in ledger.state.list_corrections(ledger.job)] == ["accept"]
