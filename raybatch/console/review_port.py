@@ -168,11 +168,11 @@ class MemoryReviewPort:
 
     def _pending(self, key: DocumentKey) -> PendingDocument:
         try:
-            extra = self.state.get_document(key.job_id, key.index).extra
+            doc: DocumentRecord | None = self.state.get_document(key.job_id, key.index)
         except KeyError:
-            extra = {}
-        confidence = extra.get("confidence")
-        reasons = tuple(str(r) for r in extra.get("review_reasons", ()))
+            doc = None
+        confidence = doc.confidence if doc else None
+        reasons = tuple(doc.review_reasons) if doc else ()
         return PendingDocument(key, self.versions.get(key, 1), confidence, reasons)
 
 

@@ -704,6 +704,10 @@ class Reviews(Protocol):
         """Current documents by review state, of ``job_ids`` or all (counted, none loaded)."""
         ...
 
+    def review_totals_by_job(self, job_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+        """Each job's current documents by review state (jobs with no document left out)."""
+        ...
+
     def reviewed_layout(self, sha256: str) -> list[DocumentRecord]:
         """The current documents of the newest job of this source with a reviewed document."""
         ...

@@ -141,6 +141,20 @@ class ReviewQueries(SqlBase):
                     totals[state] = totals.get(state, 0) + int(count)
         return totals
 
+    def review_totals_by_job(self, job_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+        """Each of ``job_ids``' current documents by review state (zeros included; a job with no
+        document: none)."""
+        query = sa.select(document_rows.c.job_id, document_rows.c.review, sa.func.count()).group_by(
+            document_rows.c.job_id, document_rows.c.review
+        )
+        found: dict[int, dict[str, int]] = {}
+        with self._read() as conn:
+            for ids in in_groups(list(job_ids)):
+                for job_id, state, count in conn.execute(query.where(document_rows.c.job_id.in_(ids))):
+                    totals = found.setdefault(int(job_id), dict.fromkeys((s.value for s in ReviewState), 0))
+                    totals[state] = totals.get(state, 0) + int(count)
+        return found
+
     def reviewed_layout(self, sha256: str) -> list[DocumentRecord]:
         """The current documents of the newest job of this source that has a reviewed document
         (empty when none has): what a rerun or ``--force`` keeps instead of a model's answer."""

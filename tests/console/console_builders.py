@@ -145,7 +145,11 @@ def _finished_job(
                 group_key=group,
                 pdf_key=pdf_key,
                 thumb_key=thumb_key,
-                extra={"confidence": 0.62, "review_reasons": ["low confidence"]} if index < 2 else {},
+                **(
+                    {"confidence": 0.62, "review": "pending", "review_reasons": ["low confidence"]}
+                    if index < 2
+                    else {}
+                ),
             )
         )
         if group:

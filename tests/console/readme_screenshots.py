@@ -73,7 +73,7 @@ def _bundle_job(
             unsure = index % 4 == 1
             doubtful += [index] if unsure else []
             extra = (
-                {"confidence": 0.58, "review_reasons": ["amount not found on the page"]}
+                {"confidence": 0.58, "review": "pending", "review_reasons": ["amount not found on the page"]}
                 if unsure
                 else {"confidence": 0.97}
             )
@@ -99,7 +99,7 @@ def _record(job_id: int, doc: dict, pdf_key: str, group: str | None, extra: dict
         doc_type=doc["type"],
         group_key=group,
         pdf_key=pdf_key,
-        extra=extra,
+        **extra,
         **fields,
     )
 

@@ -1,7 +1,7 @@
 """The console in a real browser (Chromium from Debian packages): the pages load with no error,
-a document is reviewed with the keyboard and the change shows, a run's progress moves while the
-page polls; screenshots of the main pages are saved (RAYBATCH_SCREENSHOTS names a folder to keep
-them in, else the test's tmp folder)."""
+a document is reviewed with the keyboard and the change shows (on the fake ledger and on the real
+one), a run's progress moves while the page polls; screenshots of the main pages are saved
+(RAYBATCH_SCREENSHOTS names a folder to keep them in, else the test's tmp folder)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from browser import CHROMIUM, chromium, served
 from console_builders import ConsoleData
+from ledger_builders import build_ledger_data
 from needs import needs
 from playwright.sync_api import expect
 
@@ -137,3 +138,25 @@ def test_accept_edit_and_a_refused_merge_by_keyboard(data: ConsoleData, browser:
         assert [c.kind.value for c in data.review.corrections] == ["accept", "set_field"]
         assert [c.reviewer.startswith("local:") for c in data.review.corrections] == [True, True]
         assert problems == []
+
+
+def test_the_real_ledger_is_reviewed_by_keyboard(tmp_path: Path, browser: Any) -> None:
+    ledger = build_ledger_data(tmp_path / "ledger")
+    with served(ledger.app()) as base:
+        page, problems = _page(browser)
+        page.goto(base + "/review")
+        page.keyboard.press("a")
+        expect(page.locator("#flash")).to_have_text("accepted document 0")
+        page.wait_for_load_state()
+        page.keyboard.press("j")  # past document 1 to document 2, pages 3-17
+        page.wait_for_url("**/review?job=*&index=2")
+        page.wait_for_load_state()
+        page.keyboard.press("s")  # before the chosen page, the second: 4
+        expect(page.locator("#flash")).to_have_text("document 2 split before page 4")
+        docs = ledger.state.list_documents(ledger.job)
+        assert (docs[0].review, docs[0].version) == ("accepted", 2)
+        assert [(d.first_page, d.last_page, d.version) for d in docs[2:4]] == [(3, 3, 2), (4, 17, 2)]
+        kinds = [(c.kind, c.reviewer.startswith("local:")) for c in ledger.state.list_corrections(ledger.job)]
+        assert kinds == [("accept", True), ("split", True)]
+        assert problems == []
+    ledger.state.close()

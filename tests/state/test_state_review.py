@@ -136,6 +136,11 @@ def test_review_totals_count_documents_by_state(store: SqlStateStore) -> None:
     store.upsert_documents(other, [document(other, 0)])
     assert store.review_totals() == {"none": 0, "pending": 2, "accepted": 1, "corrected": 0}
     assert store.review_totals([job])["pending"] == 1
+    by_job = store.review_totals_by_job([job, other, 999])
+    assert by_job == {
+        job: {"none": 0, "pending": 1, "accepted": 1, "corrected": 0},
+        other: {"none": 0, "pending": 1, "accepted": 0, "corrected": 0},
+    }
 
 
 def test_a_job_being_redone_is_the_one_its_source_registers_to(store: SqlStateStore) -> None:

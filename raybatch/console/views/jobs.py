@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from raybatch.console.app import console_of, render
-from raybatch.models import JobStatus
+from raybatch.models import JobStatus, ReviewState
 
 MAX_POLLED = 500
 _IDS = re.compile(r"[0-9]{1,12}(,[0-9]{1,12}){0,499}")
@@ -44,9 +44,11 @@ async def job_list(request: Request) -> Response:
     jobs = await run_in_threadpool(
         console.state.page_jobs, statuses, search=search, before=before, limit=console.page_size
     )
+    review = await run_in_threadpool(console.state.review_totals_by_job, [j.id for j in jobs])
     more = jobs[-1].id if len(jobs) == console.page_size else None
     chosen = [s.value for s in statuses]
     context = {"jobs": jobs, "statuses": list(JobStatus), "chosen": chosen, "search": search, "more": more}
+    context["review"] = {job_id: reviews_of(totals) for job_id, totals in review.items()}
     return render(request, "jobs.html", {**context, "before": before})
 
 
@@ -60,3 +62,10 @@ async def progress_json(request: Request) -> Response:
 
 
 ROUTES = [Route("/jobs", job_list), Route("/api/progress", progress_json)]
+
+
+def reviews_of(totals: dict[str, int]) -> str:
+    """A job's review figures as the jobs list shows them: waiting, and reviewed."""
+    waiting = totals.get(ReviewState.PENDING.value, 0)
+    done = totals.get(ReviewState.ACCEPTED.value, 0) + totals.get(ReviewState.CORRECTED.value, 0)
+    return " · ".join([*([f"{waiting} waiting"] if waiting else []), *([f"{done} reviewed"] if done else [])])
