@@ -107,8 +107,7 @@ def big_job(url: str, store: LocalObjectStore, pages: int) -> int:
                 first_page=first,
                 last_page=last,
                 doc_type="invoice",
-                title=f"Invoice {index}",
-                counterparty="Acme",
+                values={"title": f"Invoice {index}", "counterparty": "Acme"},
                 pdf_key=keys.document_pdf(job.id, index),
             )
         )

@@ -215,7 +215,7 @@ def _with_field(doc: DocumentRecord, correction: Correction) -> DocumentRecord:
             value = float(value)
         except ValueError:
             raise ReviewRefused(f"{spec.name} {correction.value!r} is not a number") from None
-    return replace(doc, **{spec.name: value})
+    return replace(doc, values={**doc.values, spec.name: value})
 
 
 def _split(
