@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 UV_VERSION := 0.13.9
 UV := UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv
 
-.PHONY: demo test lint bench lock docs
+.PHONY: demo test lint bench lock docs notebook
 
 $(STAMP): pyproject.toml uv.lock
 	$(PYTHON) -m venv $(VENV)
@@ -37,3 +37,7 @@ lock: $(STAMP)
 # The documentation site, built strictly: a broken link, anchor or reference fails the build.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The notebook run top to bottom on the sample corpus and stored with its outputs (commit the result).
+notebook: $(STAMP)
+	RAY_USAGE_STATS_ENABLED=0 RAY_AUTH_MODE=disabled $(BIN)/jupyter-execute --inplace --timeout=600 notebooks/quickstart.ipynb

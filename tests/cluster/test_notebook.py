@@ -1,4 +1,5 @@
-"""notebooks/quickstart.ipynb: committed without outputs, and it runs from top to bottom (nbclient)."""
+"""notebooks/quickstart.ipynb: committed with the outputs of a run (it renders where it is read), and it
+runs from top to bottom (nbclient)."""
 
 from __future__ import annotations
 
@@ -24,11 +25,17 @@ def _shown(cell: Any) -> list[str]:
     return [re.sub(r"\x1b\[[0-9;]*m", "", text) for text in shown]  # without the colours
 
 
-def test_committed_notebook_has_no_outputs() -> None:
+def test_committed_notebook_shows_a_runs_outputs_and_no_error() -> None:
     nb = nbformat.read(NOTEBOOK, as_version=4)
     nbformat.validate(nb)
+    cells = _cells(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code and all(c.outputs == [] and c.execution_count is None for c in code)
+    assert code and all(c.execution_count is not None for c in code)
+    assert not [o for c in code for o in c.outputs if o.output_type == "error"]
+    assert "<table" in "".join(o.get("data", {}).get("text/html", "") for o in cells["parquet"].outputs)
+    assert "<figcaption" in "".join(
+        o.get("data", {}).get("text/html", "") for o in cells["thumbnails"].outputs
+    )
 
 
 @pytest.mark.ray
@@ -40,7 +47,13 @@ def test_notebook_runs_the_sample_corpus(tmp_path: Path, monkeypatch: pytest.Mon
     cells = _cells(nb)
     assert "parameters" in cells["parameters"].metadata["tags"]
     out = tmp_path / "out"
-    params = {"OUT": f"Path({str(out)!r})", "BUNDLES": "1", "SEED": "7", "DASHBOARD": "False"}
+    params = {
+        "OUT": f"Path({str(out)!r})",
+        "BUNDLES": "1",
+        "SEED": "7",
+        "DASHBOARD": "False",
+        "CLUSTER": "False",
+    }
     params["EMULATOR"] = "True"
     assignments = "".join(f"{name} = {value}\n" for name, value in params.items())
     cells["parameters"].source = "from pathlib import Path\n" + assignments
@@ -60,8 +73,11 @@ def test_notebook_runs_the_sample_corpus(tmp_path: Path, monkeypatch: pytest.Mon
     documents = sum("bundle_000.pdf" in line for line in listed.splitlines())
     [row] = [line for line in counted.splitlines() if "bundle_000.pdf" in line]
     assert documents > 1 and row.split()[-2] == str(documents)  # the total column
-    thumbnails = [o for o in cells["thumbnails"].outputs if "image/webp" in o.get("data", {})]
-    assert len(thumbnails) == min(6, documents)
+    gallery = "".join(o.get("data", {}).get("text/html", "") for o in cells["thumbnails"].outputs)
+    assert gallery.count("<figcaption") == gallery.count("data:image/webp;base64,") == min(6, documents)
+    assert gallery.count('<a href="file://') == min(6, documents)  # each links its PDF
+    frame = "".join(o.get("data", {}).get("text/html", "") for o in cells["parquet"].outputs)
+    assert "<table" in frame and "doc_type" in frame  # a pandas DataFrame of the documents
     evaluation = "".join(_shown(cells["evaluation"]))
     assert "boundary f1" in evaluation and "documents found" in evaluation
     assert any((out / "store").glob("db-*/jobs/*/documents/*.pdf"))
