@@ -1,5 +1,6 @@
-"""``raybatch``: run, estimate, demo, status, pause, resume, cancel, urgent, eval, samples, emulator,
-workload, serve (the web console), users, review, redo, config, completion.
+"""raybatch splits PDF bundles into classified documents with Ray and Claude; its commands are run,
+estimate, demo, status, pause, resume, cancel, urgent, retry, eval, classes, samples, emulator,
+workload, serve (the web console), users, review, redo, config and completion.
 
 Thin: parse arguments, build the settings once, configure logging, call the library.
 """
@@ -306,7 +307,7 @@ def _set_paused(args: argparse.Namespace, paused: bool) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="raybatch", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="raybatch", description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="log progress details (anywhere on the line)"
     )

@@ -149,7 +149,7 @@ MAX_PAGE_PIXELS = 150_000_000  # the default pixel budget of one source page (MA
 class PrepareSettings(_Section):
     """Rendering and request building on the prepare tasks."""
 
-    ocr_workers: int = Field(1, ge=1, description="parallel page preparations per node")
+    ocr_workers: int = Field(1, ge=1, description="prepare tasks per CPU (each asks for 1/OCR_WORKERS CPU)")
     prepare_in_flight: int = Field(0, ge=0, description="cap on prepare tasks in flight; 0 = 2 x CPUs")
     page_long_edge: int = Field(
         CLAUDE_MAX_LONG_EDGE,
