@@ -138,3 +138,14 @@ def test_classes_check_lists_classes_fields_and_tokens(capsys) -> None:  # type:
     assert main(["classes", "check", "logistics"]) == 0
     out = capsys.readouterr().out
     assert "bill_of_lading" in out and "bl_number" in out and "tokens" in out
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/classes.md"])
+def test_the_classes_files_the_docs_show_are_valid(page: str) -> None:
+    import re
+
+    text = (HERE.parents[1] / page).read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "classes:" in b]
+    assert blocks
+    for block in blocks:
+        assert parse_classes(block).classes
