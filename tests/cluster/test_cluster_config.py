@@ -17,6 +17,9 @@ import yaml
 from ray.autoscaler._private.util import prepare_config, validate_config
 
 from raybatch.settings import Settings
+from raybatch.settings_sources import env_name
+
+SETTING_OF = {env_name(name): name for name in Settings.model_fields}  # RAYBATCH_STORE -> store
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = Path(ray.autoscaler.__file__).parent / "ray-schema.json"
@@ -90,12 +93,15 @@ def test_aws_settings_are_knobs_raybatch_reads_and_fit_the_writer_nodes() -> Non
         for option in config["docker"]["head_run_options"]
         if option.startswith("--env ")
     )
-    assert {name.lower() for name in env} <= set(Settings.model_fields)
-    assert "PREPARE_IN_FLIGHT" not in env  # the default cap follows the cluster as it grows
+    assert set(env) <= set(SETTING_OF)
+    assert "RAYBATCH_PREPARE_IN_FLIGHT" not in env  # the default cap follows the cluster as it grows
     node_mb = config["available_node_types"]["writer"]["resources"]["result_mb"]
-    share = int(env["MAX_CONCURRENT_MB"]) / int(env["RESULT_WORKERS"])
+    share = int(env["RAYBATCH_MAX_CONCURRENT_MB"]) / int(env["RAYBATCH_RESULT_WORKERS"])
     assert share <= node_mb  # every writer fits on a writer node
-    assert int(env["MAX_CONCURRENT_MB"]) <= node_mb * config["available_node_types"]["writer"]["max_workers"]
+    assert (
+        int(env["RAYBATCH_MAX_CONCURRENT_MB"])
+        <= node_mb * config["available_node_types"]["writer"]["max_workers"]
+    )
 
 
 def test_aws_image_and_install_match_this_package() -> None:

@@ -14,6 +14,9 @@ import yaml
 
 from raybatch.cli import _parser
 from raybatch.settings import Settings, WriterSettings, secret_env_names
+from raybatch.settings_sources import env_name
+
+SETTING_OF = {env_name(name): name for name in Settings.model_fields}  # RAYBATCH_STORE -> store
 
 REPO = Path(__file__).resolve().parents[2]
 KUBERAY = REPO / "deploy" / "kuberay"
@@ -72,7 +75,7 @@ def test_writer_pods_declare_the_writers_resource_and_no_cpu(kind: str, spec: di
     assert list(writers) == ["writer"]
     assert writers["writer"]["rayStartParams"]["num-cpus"] == "0"  # prepare tasks stay off them
     node_mb = _ray_resources(writers["writer"])[WRITER_RESOURCE]
-    settings = Settings.model_validate({k.lower(): v for k, v in _env(groups["head"]).items()})
+    settings = Settings.model_validate({SETTING_OF[k]: v for k, v in _env(groups["head"]).items()})
     assert settings.max_concurrent_mb / settings.result_workers <= node_mb  # every writer fits a pod
     assert settings.max_concurrent_mb <= node_mb * writers["writer"]["maxReplicas"]
     assert "num-cpus" not in groups["prepare"]["rayStartParams"]  # prepare pods do the CPU work
@@ -81,7 +84,7 @@ def test_writer_pods_declare_the_writers_resource_and_no_cpu(kind: str, spec: di
 @SPECS
 def test_settings_are_names_raybatch_reads(kind: str, spec: dict[str, Any]) -> None:
     for name, group in _groups(spec).items():
-        assert {n.lower() for n in _env(group)} <= set(Settings.model_fields), name
+        assert set(_env(group)) <= set(SETTING_OF), name
 
 
 @SPECS
@@ -117,21 +120,21 @@ def test_the_rayjob_runs_the_clis_own_command() -> None:
     args = _parser().parse_args(words[1:])
     assert args.command == "run" and args.source.startswith("s3://")
     knobs = yaml.safe_load(job["runtimeEnvYAML"])["env_vars"]
-    assert {n.lower() for n in knobs} <= set(Settings.model_fields) and not secret_env_names(knobs)
+    assert set(knobs) <= set(SETTING_OF) and not secret_env_names(knobs)
 
 
 def test_the_runtime_env_example_holds_settings_and_no_secret() -> None:
     runtime_env = yaml.safe_load((REPO / "deploy" / "runtime_env.yaml").read_text())
     assert set(runtime_env) <= {"working_dir", "env_vars"}
     knobs = runtime_env["env_vars"]
-    assert knobs and {n.lower() for n in knobs} <= set(Settings.model_fields)
+    assert knobs and set(knobs) <= set(SETTING_OF)
     assert not secret_env_names(knobs)
-    Settings.model_validate({k.lower(): v for k, v in knobs.items()})  # valid values
+    Settings.model_validate({SETTING_OF[k]: v for k, v in knobs.items()})  # valid values
 
 
 def test_the_secret_check_catches_an_inline_secret() -> None:
     spec = _load("raycluster.yaml")["spec"]
     spec["workerGroupSpecs"][1]["template"]["spec"]["containers"][0]["env"] = [
-        {"name": "S3_SECRET_KEY", "value": "inline"}
+        {"name": "RAYBATCH_S3_SECRET_KEY", "value": "inline"}
     ]
-    assert secret_env_names(_env(spec["workerGroupSpecs"][1])) == ["S3_SECRET_KEY"]
+    assert secret_env_names(_env(spec["workerGroupSpecs"][1])) == ["RAYBATCH_S3_SECRET_KEY"]
