@@ -4,12 +4,19 @@
     python bench/scale.py --files 500 --big-jobs 100000
 
 On a local Ray of its own, with the built-in emulator answering at once (zero processing time):
+  floor_files_per_s        each file's own work and nothing else, on a process pool (bench/floor.py)
+  e2e_over_floor           e2e_files_per_s / floor_files_per_s: 1.0 = raybatch costs nothing on top
   prepare_files_per_s      the prepare stage alone on the files (Ray tasks, as a run launches them)
   write_files_per_s        the write stage alone on the same files, answers already there
   e2e_files_per_s          a whole run of the files: register, prepare, batch, answer, write
   e2e_efficiency           e2e_files_per_s x (1/prepare + 1/write): 1.0 = nothing lost between stages
   first_request_at_s       seconds from the run's start until its first request (chunk) was prepared
   driver_cpu_ms_per_job    CPU time of the driver's thread during the run, per job
+  cpu_ms_per_job           CPU of the run's processes by stage, per job (bench/stage_cpu.py): the
+                           driver's thread, tasks (registration and prepare), coordinator, writers,
+                           ray (Ray's own); prepare_alone_cpu_ms_per_job: the task workers' CPU in
+                           the prepare stage alone (so registration is about tasks minus that);
+                           floor_cpu_ms_per_job: the floor's
   db_statements_per_job    SQL statements the driver process sent during the run, per job
   tick_ms_1k, tick_ms_1m   one driver step's database work on a state DB of 1,000 and of 1,000,000
                            jobs (SQLite; PostgreSQL too when RAYBATCH_TEST_DATABASE_URL is set)
@@ -35,7 +42,9 @@ from typing import Any
 
 import pymupdf
 import sqlalchemy as sa
+from floor import floor, processes
 from pydantic import SecretStr
+from stage_cpu import StageCpu
 from stages import cores, in_folder, prepare_only, ray_environment, warm_up
 
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
@@ -46,12 +55,17 @@ from raybatch.state import SqlStateStore, open_state
 REQUIRED_KEYS = (
     "cores",
     "files",
+    "floor_files_per_s",
+    "e2e_over_floor",
     "e2e_files_per_s",
     "prepare_files_per_s",
     "write_files_per_s",
     "e2e_efficiency",
     "first_request_at_s",
     "driver_cpu_ms_per_job",
+    "cpu_ms_per_job",
+    "prepare_alone_cpu_ms_per_job",
+    "floor_cpu_ms_per_job",
     "db_statements_per_job",
     "tick_ms_1k",
     "tick_ms_1m",
@@ -122,7 +136,7 @@ def whole_run(settings: Settings, folder: Path) -> dict[str, Any]:
             if not first and progress.pages_prepared:
                 first.append(time.perf_counter() - started)
 
-        with Counted() as counted:
+        with Counted() as counted, StageCpu() as stages:
             report = run(settings, str(folder), dashboard=False, on_progress=see)
     jobs = len(report.jobs)
     return {
@@ -131,6 +145,7 @@ def whole_run(settings: Settings, folder: Path) -> dict[str, Any]:
         "failed": len(report.failed),
         "first_request_at_s": first[0] if first else None,
         "driver_cpu_ms_per_job": 1000 * counted.cpu_s / max(1, jobs),
+        "cpu_ms_per_job": stages.ms_per_job(jobs),
         "db_statements_per_job": counted.statements / max(1, jobs),
         "settings": settings,
     }
@@ -322,11 +337,14 @@ def measure(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     paths = write_files(home / "files", count)
     print(f"{count} one-page PDFs written in {time.perf_counter() - started:.1f} s", flush=True)
     settings = bench_settings(home)
+    bare = floor(settings, paths, home / "floor", processes())
+    print(f"floor: {count} files in {bare.seconds:.1f} s on {processes()} processes", flush=True)
     connect(settings, dashboard=False)
     try:
         cpus = cores()
         warm_up(in_folder(settings, home / "warm"), paths[0], 2 * cpus)
-        prepare = prepare_only(in_folder(settings, home / "prepare"), paths)
+        with StageCpu() as prepare_cpu:
+            prepare = prepare_only(in_folder(settings, home / "prepare"), paths)
         print(f"prepare stage alone: {count} files in {prepare.seconds:.1f} s", flush=True)
         e2e = whole_run(in_folder(settings, home / "e2e"), home / "files")
         print(f"whole run: {e2e['jobs']} jobs ({e2e['failed']} failed) in {e2e['seconds']:.1f} s", flush=True)
@@ -338,11 +356,16 @@ def measure(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         "cores": cpus,
         "files": count,
         "jobs_failed": e2e["failed"],
+        "floor_files_per_s": bare.files_per_s,
+        "floor_cpu_ms_per_job": 1000 * bare.cpu_seconds / count,
+        "e2e_over_floor": count / e2e["seconds"] / bare.files_per_s,
         "e2e_files_per_s": count / e2e["seconds"],
         "prepare_files_per_s": count / prepare.seconds,
         "write_files_per_s": count / write_s,
         "first_request_at_s": e2e["first_request_at_s"],
         "driver_cpu_ms_per_job": e2e["driver_cpu_ms_per_job"],
+        "cpu_ms_per_job": {"driver": e2e["driver_cpu_ms_per_job"], **e2e["cpu_ms_per_job"]},
+        "prepare_alone_cpu_ms_per_job": prepare_cpu.ms_per_job(count).get("tasks", 0.0),
         "db_statements_per_job": e2e["db_statements_per_job"],
     }
     result["e2e_efficiency"] = result["e2e_files_per_s"] * (
