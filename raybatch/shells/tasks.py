@@ -52,7 +52,7 @@ def normal_cpus(ocr_workers: int) -> float:
 
 def keyless(store: StoreSettings) -> StoreSettings:
     """The store's settings without its keys: for the tasks that parse sources."""
-    return store.model_copy(update={"minio_access_key": None, "minio_secret_key": None})
+    return store.model_copy(update={"s3_access_key": None, "s3_secret_key": None})
 
 
 @ray.remote(max_retries=0)
