@@ -53,7 +53,7 @@ async def test_the_corpus_through_batches_stitches_to_the_truth(tmp_path: Path) 
         chunks = state.get_chunks(job.job_id)
         answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
         found = [
-            {name: getattr(doc, name) for name in FIELDS} | {"type": doc.type.value}
+            {name: getattr(doc, name) for name in FIELDS} | {"type": str(doc.type)}
             for doc in stitch(answers, len(bundle.pages))
         ]
         truth = [{name: d[name] for name in FIELDS} for d in bundle_truth(bundle, "")["documents"]]
