@@ -13,7 +13,9 @@ from ray.util.state import list_actors, list_tasks
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 TASK_NAMES = re.compile(r"register .+|load job_\d+|prepare job_\d+ chunk_\d+")
-ACTOR_NAMES = re.compile(r"BatchCoordinator-[0-9a-f]{8}|ResultWriter-\d+-[0-9a-f]{8}")
+ACTOR_NAMES = re.compile(
+    r"BatchCoordinator-[0-9a-f]{16}-[0-9a-f]{12}|ResultWriter-\d+-[0-9a-f]{8}"
+)  # db id, settings and code
 CHUNK_PAGES = 8
 
 
