@@ -108,6 +108,10 @@ class OutputKeys:
         """Key of the thumbnail of document ``index`` of a job."""
         return f"{self.job_prefix(job_id)}/documents/{index}.webp"
 
+    def document_text(self, job_id: int, index: int) -> str:
+        """Key of the text (its text layer, else its OCR) of document ``index`` of a job."""
+        return f"{self.job_prefix(job_id)}/documents/{index}.txt"
+
     def manifest(self, job_id: int) -> str:
         """Key of a job's manifest.json."""
         return f"{self.job_prefix(job_id)}/manifest.json"
@@ -126,12 +130,8 @@ class OutputKeys:
 
     @property
     def documents_table(self) -> str:
-        """Prefix of this database's Parquet table of documents."""
+        """Prefix of this database's Parquet table of documents (``raybatch.steps.table_files``)."""
         return f"{self.root}/tables/documents"
-
-    def documents_table_part(self, job_id: int) -> str:
-        """Key of a job's slice of the documents table (one file per job: reruns replace it)."""
-        return f"{self.documents_table}/job_id={job_id}/part-0.parquet"
 
 
 _DATABASE_ID = re.compile(r"[0-9a-f]{8,64}")

@@ -318,3 +318,4 @@ class DocumentRecord(DocumentFields):
     pdf_key: str | None = None
     thumb_key: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    text_key: str | None = None  # its text as an object: the text layer, else the OCR's

@@ -24,10 +24,12 @@ import ray
 from pydantic import SecretStr
 from ray.exceptions import RayError, RayTaskError
 
+from raybatch.ids import OutputKeys
 from raybatch.loops.driver import Driver, DriverParts, Progress
 from raybatch.loops.scheduler import SAVE_JOBS, SAVE_SECONDS, PrepareScheduler, failure_reason
 from raybatch.loops.writer_pool import WriterPool
 from raybatch.models import JobRecord, JobStatus, Priority
+from raybatch.objects import open_store
 from raybatch.outage import patient_state
 from raybatch.prepared import kept_requests
 from raybatch.register import Registrar, SourceIntake
@@ -41,6 +43,7 @@ from raybatch.spend import start_run
 from raybatch.state import StateStore, open_state
 from raybatch.steps.pack import megabytes
 from raybatch.terminal import ProgressBars
+from raybatch.work.table_sink import Compaction, TableSink, gone_jobs
 from raybatch.work.writer import WriteReport
 from raybatch.workload import Budget, Sizing, open_budget
 
@@ -117,6 +120,7 @@ def run(
                 watch = _both(bars.update, on_progress)
                 ended, writes = _drive(settings, intake, watch, budget.prepare_cap, own_emulator)
             notice(f"{intake.jobs} jobs registered from {intake.files} files")
+            compact_table(settings, state, notice)
     finally:
         if owns_ray:
             ray.shutdown()
@@ -127,6 +131,16 @@ def run(
 # For a service that hands over one bundle (a file, a folder, a list of paths) while a backlog runs:
 # ``run`` without a dashboard of its own; ``urgent=True`` sends the bundle ahead of every normal job.
 submit = functools.partial(run, dashboard=False)
+
+
+def compact_table(settings: Settings, state: StateStore, notice: Notice = log.info) -> Compaction:
+    """Compact the documents table: the run's small files into few, superseded rows dropped."""
+    store = open_store(settings.section(StoreSettings))
+    sink = TableSink(store, OutputKeys(state.database_id()))
+    done = sink.compact(target_mb=settings.table_file_mb, gone=gone_jobs(state))
+    if done.merged:
+        notice(f"documents table: {done.merged} files compacted into {done.written}, {done.files} in all")
+    return done
 
 
 def _both(first: OnProgress, then: OnProgress | None) -> OnProgress:

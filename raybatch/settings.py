@@ -192,6 +192,17 @@ class WriterSettings(_Section):
     write_timeout: float = Field(1800.0, gt=0, description="seconds one job's write may run, then stopped")
 
 
+class OutputSettings(_Section):
+    """What the writers make besides rows: searchable slices, and the documents table's file size."""
+
+    searchable_pdf: bool = Field(
+        default=True, description="scanned pages of a slice carry the OCR's text, invisibly"
+    )
+    table_file_mb: float = Field(
+        default=128.0, gt=0, description="MiB of rows (in memory) a table file rolls at"
+    )
+
+
 class WorkloadSettings(_Section):
     """The workload budget shared by runs and other heavy work on the same machines: what a run
     costs, how long a lease lives, and the range each stage's concurrency moves in."""
@@ -225,6 +236,7 @@ class Settings(
     StateSettings,
     StoreSettings,
     WriterSettings,
+    OutputSettings,
     WorkloadSettings,
     RaySettings,
 ):
@@ -274,6 +286,7 @@ class Settings(
             store=self.section(StoreSettings),
             prepare=self.section(PrepareSettings),
             request=self.section(RequestSettings),
+            outputs=self.section(OutputSettings),
         )
 
     def for_coordinator(self) -> CoordinatorActorSettings:
@@ -316,6 +329,7 @@ class WriterActorSettings(_Section):
     store: StoreSettings
     prepare: PrepareSettings
     request: RequestSettings
+    outputs: OutputSettings = Field(default_factory=OutputSettings)
 
 
 class CoordinatorActorSettings(_Section):

@@ -30,6 +30,7 @@ class WriterActor:
             claude=settings.request,
             lease_seconds=settings.state.lease_seconds,
             metrics=Metrics(),
+            outputs=settings.outputs,
         )
 
     def write(self, lease: Lease) -> WriteReport:

@@ -156,6 +156,7 @@ documents = sa.Table(
     sa.Column("pdf_key", sa.Text),
     sa.Column("thumb_key", sa.Text),
     sa.Column("extra", sa.JSON, nullable=False),
+    sa.Column("text_key", sa.Text),
     *_created(),
     sa.UniqueConstraint("job_id", "doc_index"),
 )

@@ -2,7 +2,9 @@
 and who answered (Claude, the emulator, or an answer reused).
 
 Pure: records in, bytes out. Keys are sorted and nothing depends on the clock, so writing the
-manifest again for the same job writes the same bytes.
+manifest again for the same job writes the same bytes. Its names are the SQL rows' and the Parquet
+table's (``doc_type``, ``group_key``, ``index``); its JSON Schema ships as
+``raybatch/schemas/manifest.v2.json`` (``manifest_schema``).
 """
 
 from __future__ import annotations
@@ -10,13 +12,21 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from importlib import resources
 from typing import Any
 
 from raybatch.cost import ModelPrices, add_usage, cost_usd, usage_by_mode
 from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, Usage, field_values
 from raybatch.steps.group import group_label
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: the SQL names (doc_type, group_key), text_key, source_uri, classes_sha256
+
+
+def manifest_schema() -> dict[str, Any]:
+    """The JSON Schema of this manifest version (package data)."""
+    schema = resources.files("raybatch.schemas").joinpath(f"manifest.v{MANIFEST_VERSION}.json")
+    loaded: dict[str, Any] = json.loads(schema.read_text(encoding="utf-8"))
+    return loaded
 
 
 def build_manifest(
@@ -27,6 +37,7 @@ def build_manifest(
     prices: ModelPrices,
     model: str | None = None,
     prompt_version: str | None = None,
+    classes_sha256: str | None = None,
 ) -> bytes:
     """``manifest.json`` of a job: UTF-8 JSON with sorted keys, documents in index order.
 
@@ -44,7 +55,7 @@ def build_manifest(
     manifest = {
         "manifest_version": MANIFEST_VERSION,
         "job": _job_entry(job),
-        "claude": {"model": model, "prompt_version": prompt_version},
+        "claude": {"model": model, "prompt_version": prompt_version, "classes_sha256": classes_sha256},
         "documents": [_document_entry(doc, cost, pages) for doc in ordered],
         "groups": _groups(ordered),
         "usage": _usage_entry(add_usage(by_mode.values())),
@@ -67,6 +78,7 @@ def _job_entry(job: JobRecord) -> dict[str, Any]:
         "id": job.id,
         "sha256": job.sha256,
         "source_name": job.source_name,
+        "source_uri": job.source_uri,
         "kind": str(job.kind),
         "size_bytes": job.size_bytes,
         "pages": job.pages,
@@ -81,12 +93,13 @@ def _document_entry(doc: DocumentRecord, job_cost: float, job_pages: int) -> dic
         "first_page": doc.first_page,
         "last_page": doc.last_page,
         "pages": pages,
-        "type": str(doc.doc_type),
+        "doc_type": str(doc.doc_type),
         **{name: _finite(value) for name, value in field_values(doc).items()},
         "fields": dict(doc.fields),
-        "group": doc.group_key,
+        "group_key": doc.group_key,
         "pdf_key": doc.pdf_key,
         "thumb_key": doc.thumb_key,
+        "text_key": doc.text_key,
         "extra": dict(doc.extra),
         "estimated_cost_usd": round(job_cost * pages / job_pages, 6) if job_pages else 0.0,
     }

@@ -1,9 +1,12 @@
 """ResultWriter: one answered job → its documents in object storage, its rows, its manifest.
 
-Per job: stitch the chunk answers (validated when filed), slice each document's pages into its own
-PDF turned upright, draw a thumbnail, upload both, then group, upsert rows, write the manifest and
-the job's slice of the Parquet table, and complete the job under its lease. Keys come from ids, so
-a rerun rewrites the same objects and rows. Plain class: Ray runs a pool of them as actors.
+Per job: stitch the chunk answers (validated when filed), take each page's text (its text layer,
+else the OCR's), slice each document's pages into its own PDF turned upright (scanned pages made
+searchable), draw a thumbnail, upload the PDF, the thumbnail and the text, then group, upsert rows
+and write the manifest (``write_outputs``); then append the jobs' rows to the Parquet table, one
+file for the group, and complete each job under its lease (``finish``). Keys come from ids, so a
+rerun rewrites the same objects and rows, and its table rows supersede the old ones. Plain class:
+Ray runs a pool of them as actors.
 
 Every object is put only while the lease still holds, and the database refuses a canceled job's
 rows: a write fenced by a cancel stops, and removes what it had written.
@@ -15,10 +18,11 @@ import json
 import os
 import resource
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from threading import BoundedSemaphore
 from typing import Protocol
 
@@ -32,7 +36,8 @@ from raybatch.ids import OutputKeys
 from raybatch.metrics import Metrics
 from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, JobStatus, Lease, field_values
 from raybatch.objects.port import ObjectStore
-from raybatch.settings import PrepareSettings, RequestSettings, StoreSettings
+from raybatch.ocr.cache import PageTextLookup
+from raybatch.settings import OutputSettings, PrepareSettings, RequestSettings, StoreSettings
 from raybatch.sources import read_source
 from raybatch.state.port import Catalog, Flags, JobsWithChunks
 from raybatch.steps.group import GroupIdentity, assign_groups, group_identity
@@ -40,12 +45,16 @@ from raybatch.steps.manifest import build_manifest
 from raybatch.steps.open_source import open_source
 from raybatch.steps.slice import slice_document
 from raybatch.steps.stitch import StitchedDocument, stitch
-from raybatch.steps.table import documents_table
+from raybatch.steps.table import JobRows, Provenance
 from raybatch.steps.thumbnail import thumbnail
 from raybatch.units import MIB
+from raybatch.work.page_texts import PageTexts, document_text, page_texts
+from raybatch.work.table_sink import TableSink
+
+TEXT_TYPE = "text/plain; charset=utf-8"
 
 
-class WriterState(JobsWithChunks, Catalog, Flags, Protocol):
+class WriterState(JobsWithChunks, Catalog, Flags, PageTextLookup, Protocol):
     """The slices of the state store that writing a job's documents uses."""
 
 
@@ -98,6 +107,8 @@ class ResultWriter:
         claude: RequestSettings,
         lease_seconds: float = 300.0,
         metrics: Metrics | None = None,
+        outputs: OutputSettings | None = None,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._state = state
         self._store = store
@@ -106,6 +117,8 @@ class ResultWriter:
         self._claude = claude
         self._lease_seconds = lease_seconds
         self._metrics = metrics or Metrics()
+        self._outputs = outputs or OutputSettings()
+        self._now = now
         self._output_keys: OutputKeys | None = None
 
     def _keys(self) -> OutputKeys:
@@ -146,23 +159,46 @@ class ResultWriter:
             return JobStatus.WRITING
         return JobStatus.ANSWERED
 
+    def table(self) -> TableSink:
+        """The documents table this writer appends to."""
+        return TableSink(self._store, self._keys(), now=self._now)
+
     def _write(self, job: JobRecord, lease: Lease) -> int:
+        rows = self.write_outputs(job, lease)
+        self.finish([(lease, rows)])
+        return len(rows.documents)
+
+    def write_outputs(self, job: JobRecord, lease: Lease) -> JobRows:
+        """A job's objects, rows, groups and manifest; its table rows, to be appended by ``finish``."""
         chunks = self._state.get_chunks(job.id)
         answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
         stitched = stitch(answers, job.pages or 0)
         rotations = page_rotations(chunks, stitched)
-        records = self._build_documents(job, stitched, rotations, lease)
+        records, texts = self._build_documents(job, stitched, rotations, lease)
         self._state.renew_lease(lease, self._lease_seconds)
         records = self._group(records)
         self._state.upsert_documents(job.id, records)
         self._drop_stale_objects(job.id, len(records))
         self._fence(lease)
-        self._put_json(self._keys().manifest(job.id), self._manifest(job, records))
-        self._fence(lease)
-        self._store.put(self._keys().documents_table_part(job.id), documents_table(records, job))
-        self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0)
-        self._metrics.documents_written(len(records), job.priority)
-        return len(records)
+        self._put_json(self._keys().manifest(job.id), self._manifest(job, records, chunks))
+        return JobRows(job, records, self._provenance(), chunks, texts)
+
+    def finish(self, written: Sequence[tuple[Lease, JobRows]]) -> None:
+        """Append a group of written jobs' rows to the table (one file), then complete each job.
+
+        A job whose completion is refused after the append (its lease lost) is written again later:
+        its newer rows supersede these (``raybatch.steps.table_files``)."""
+        for lease, _ in written:
+            self._fence(lease)
+        self.table().append([rows for _, rows in written])
+        for lease, rows in written:
+            self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0)
+            self._metrics.documents_written(len(rows.documents), rows.job.priority)
+
+    def _provenance(self) -> Provenance:
+        return Provenance(
+            written_at=self._now(), model=self._claude.claude_model, prompt_version=PROMPT_VERSION
+        )
 
     def _fence(self, lease: Lease) -> None:
         """Refuse to write once the lease is gone (taken over, or the job canceled)."""
@@ -171,8 +207,9 @@ class ResultWriter:
 
     def _build_documents(
         self, job: JobRecord, stitched: Sequence[StitchedDocument], rotations: Mapping[int, int], lease: Lease
-    ) -> list[DocumentRecord]:
-        """Slice, draw and upload every document; at most 1/2/4 built and not yet uploaded."""
+    ) -> tuple[list[DocumentRecord], dict[int, str]]:
+        """Slice, draw and upload every document, with its text; at most 1/2/4 built and not yet
+        uploaded. The records, and each document's text by index."""
         data = read_source(job.source_uri, self._sources, sha256=job.sha256)  # the file prepared
         at_once = documents_at_once(len(data))
         slots = BoundedSemaphore(at_once)
@@ -180,26 +217,41 @@ class ResultWriter:
             ThreadPoolExecutor(max_workers=at_once, thread_name_prefix=f"write-{job.id}") as pool,
             _opened(data, job, self._max_page_pixels) as source,
         ):
+            spans = [(d.first_page, d.last_page) for d in stitched]
+            pages = page_texts(source, job.sha256, self._state, spans)
             uploads: list[Future[DocumentRecord]] = []
+            texts: dict[int, str] = {}
             for index, doc in enumerate(stitched):
                 slots.acquire()
-                pdf = slice_document(source, doc.first_page, doc.last_page, rotations)
+                texts[index] = document_text(pages, doc.first_page, doc.last_page)
+                pdf = self._slice(source, doc, rotations, pages)
                 thumb = thumbnail(pdf)
-                future = pool.submit(self._upload, job, index, doc, pdf, thumb, lease)
+                future = pool.submit(self._upload, job, index, doc, (pdf, thumb, texts[index]), lease)
                 future.add_done_callback(lambda _: slots.release())
                 uploads.append(future)
-            return [future.result() for future in uploads]
+            return [future.result() for future in uploads], texts
+
+    def _slice(
+        self, source: pymupdf.Document, doc: StitchedDocument, rotations: Mapping[int, int], pages: PageTexts
+    ) -> bytes:
+        """The document's PDF; its scanned pages searchable unless SEARCHABLE_PDF is off."""
+        ocr = pages.ocr_texts(doc.first_page, doc.last_page) if self._outputs.searchable_pdf else {}
+        return slice_document(source, doc.first_page, doc.last_page, rotations, ocr)
 
     def _upload(
-        self, job: JobRecord, index: int, doc: StitchedDocument, pdf: bytes, thumb: bytes, lease: Lease
+        self, job: JobRecord, index: int, doc: StitchedDocument, made: tuple[bytes, bytes, str], lease: Lease
     ) -> DocumentRecord:
+        pdf, thumb, text = made
         metadata = {"job-id": str(job.id), "document-index": str(index), "source-name": job.source_name}
         keys = self._keys()
         pdf_key, thumb_key = keys.document_pdf(job.id, index), keys.document_thumb(job.id, index)
+        text_key = keys.document_text(job.id, index)
         self._fence(lease)
         self._store.put(pdf_key, pdf, content_type="application/pdf", metadata=metadata)
         self._fence(lease)
         self._store.put(thumb_key, thumb, content_type="image/webp", metadata=metadata)
+        self._fence(lease)
+        self._store.put(text_key, text.encode("utf-8"), content_type=TEXT_TYPE, metadata=metadata)
         return DocumentRecord(
             job_id=job.id,
             index=index,
@@ -210,6 +262,7 @@ class ResultWriter:
             **field_values(doc),
             pdf_key=pdf_key,
             thumb_key=thumb_key,
+            text_key=text_key,
         )
 
     def _group(self, records: list[DocumentRecord]) -> list[DocumentRecord]:
@@ -228,18 +281,21 @@ class ResultWriter:
         keys = self._keys()
         keep = {keys.document_pdf(job_id, i) for i in range(count)}
         keep |= {keys.document_thumb(job_id, i) for i in range(count)}
+        keep |= {keys.document_text(job_id, i) for i in range(count)}
         for key in list(self._store.list(f"{keys.job_prefix(job_id)}/documents/")):
             if key not in keep:
                 self._store.delete(key)
         for key in list(self._store.list(keys.prepared(job_id))):
             self._store.delete(key)  # requests an ``estimate`` prepared ahead: answered now
 
-    def _manifest(self, job: JobRecord, records: Sequence[DocumentRecord]) -> bytes:
+    def _manifest(
+        self, job: JobRecord, records: Sequence[DocumentRecord], chunks: Sequence[ChunkRecord]
+    ) -> bytes:
         claude = self._claude
         return build_manifest(
             job,
             records,
-            self._state.get_chunks(job.id),
+            chunks,
             prices=prices_for(claude.claude_model, claude.claude_prices),
             model=claude.claude_model,
             prompt_version=PROMPT_VERSION,

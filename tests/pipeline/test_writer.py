@@ -18,7 +18,7 @@ from raybatch.samples import write_samples
 from raybatch.settings import ClaudeSettings, PrepareSettings, StateSettings, StoreSettings
 from raybatch.state import SqlStateStore, open_state
 from raybatch.steps.chunk import plan_chunks
-from raybatch.steps.table import read_documents_table
+from raybatch.steps.table_files import read_documents_table
 from raybatch.work.writer import ResultWriter, WriteReport, documents_at_once, page_rotations
 
 MB = 1024 * 1024
@@ -106,8 +106,14 @@ def test_a_job_becomes_documents_rows_groups_manifest_and_table(tmp_path: Path, 
         assert manifest["estimated_cost_usd"] > 0
     grouped = {d.group_key for d in state.list_documents() if d.group_key}
     assert len(grouped) >= 2
-    table = read_documents_table(store.get(OutputKeys(state.database_id()).documents_table_part(jobs[0])))
-    assert table.num_rows == len(state.list_documents(jobs[0]))
+    keys = OutputKeys(state.database_id())
+    parts = [store.get(key) for key in store.list(keys.documents_table)]
+    assert len(parts) == len(jobs)  # one file per write (a writer call), until compaction
+    table = read_documents_table(parts)
+    assert table.num_rows == len(state.list_documents())
+    for row, doc in zip(table.to_pylist(), state.list_documents(), strict=True):
+        assert (row["job_id"], row["index"], row["text_key"]) == (doc.job_id, doc.index, doc.text_key)
+        assert row["text"] == store.get(doc.text_key).decode()  # the text object and the column agree
 
 
 def test_writing_again_rewrites_the_same_keys_and_drops_stale_ones(tmp_path: Path, corpus) -> None:  # type: ignore[no-untyped-def]
@@ -116,12 +122,16 @@ def test_writing_again_rewrites_the_same_keys_and_drops_stale_ones(tmp_path: Pat
     store = MemoryObjectStore()
     job_id = answered_job(state, folder, truth["bundles"][0])
     write(state, store, job_id)
-    first = {k: store.get(k) for k in store.list("")}
+    keys = OutputKeys(state.database_id())
+    first = {k: store.get(k) for k in store.list(keys.jobs)}
     rows = state.list_documents(job_id)
     state.transition(job_id, [JobStatus.COMPLETED], JobStatus.ANSWERED)
     write(state, store, job_id)
-    assert {k: store.get(k) for k in store.list("")} == first  # same keys, same bytes
+    assert {k: store.get(k) for k in store.list(keys.jobs)} == first  # same keys, same bytes
     assert state.list_documents(job_id) == rows
+    tables = [store.get(k) for k in store.list(keys.documents_table)]
+    assert len(tables) == 2  # the second write appended its own file: its rows supersede the first's
+    assert read_documents_table(tables).num_rows == len(rows)
     stale = f"{OutputKeys(state.database_id()).job_prefix(job_id)}/documents/99.pdf"
     store.put(stale, b"left by an older answer")
     state.transition(job_id, [JobStatus.COMPLETED], JobStatus.ANSWERED)
