@@ -1,17 +1,15 @@
-"""The documents table after real runs on local Ray: pyarrow, pandas and DuckDB read exact rows after
+"""The documents table after real runs on local Ray: pyarrow and DuckDB read exact rows after
 a run, a rerun and ``--force``; the run's files are compacted into one; scanned slices are searchable."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-import duckdb
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pymupdf
 import pytest
 from pipeline_support import CorpusRun, corpus_subset, warm_settings
+from table_engines import engine_counts
 
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.ids import OutputKeys
@@ -23,23 +21,6 @@ from raybatch.state import open_state
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 FILES = ["bundle_001.pdf", "bundle_004.pdf"]
-
-
-def engine_counts(folder: Path) -> dict[str, int]:
-    """The rows every engine reads in the table's folder, as it lies."""
-    with duckdb.connect() as db:
-        sql = f"select count(*) from read_parquet('{folder}/**/*.parquet', hive_partitioning = true)"
-        [(in_duckdb,)] = db.execute(sql).fetchall()
-    counts = {
-        "pyarrow.dataset": ds.dataset(folder, format="parquet").count_rows(),
-        "pyarrow.parquet": pq.read_table(folder).num_rows,
-        "duckdb": int(in_duckdb),
-    }
-    if importlib.util.find_spec("pandas") is not None:  # pandas is not in the lock: read when installed
-        import pandas
-
-        counts["pandas"] = len(pandas.read_parquet(folder))
-    return counts
 
 
 def _table(settings: Settings) -> tuple[Path, list[str]]:

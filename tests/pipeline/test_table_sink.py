@@ -6,10 +6,9 @@ import datetime
 from collections.abc import Iterator
 from pathlib import Path
 
-import duckdb
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from table_engines import engine_counts
 
 from raybatch.ids import OutputKeys
 from raybatch.models import DocumentRecord, JobRecord, JobStatus, SourceKind
@@ -55,31 +54,8 @@ class Table:
         self.sink.compact(target_mb=target_mb, gone=lambda ids: gone & set(ids))
 
     def counts(self) -> dict[str, int]:
-        """Rows as pyarrow (dataset and read_table), pandas and DuckDB read the folder."""
-        found = {
-            "dataset": ds.dataset(self.folder, format="parquet").count_rows(),
-            "read_table": pq.read_table(self.folder).num_rows,
-            "duckdb": _duckdb_count(self.folder),
-            "raybatch": read_documents_table(self.folder).num_rows,
-        }
-        if _has_pandas():  # not in the lock yet: read when installed
-            import pandas
-
-            found["pandas"] = len(pandas.read_parquet(self.folder))
-        return found
-
-
-def _duckdb_count(folder: Path) -> int:
-    sql = f"select count(*) from read_parquet('{folder}/**/*.parquet', hive_partitioning = true)"
-    with duckdb.connect() as db:
-        [(count,)] = db.execute(sql).fetchall()
-    return int(count)
-
-
-def _has_pandas() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("pandas") is not None
+        """Rows as every engine reads the folder, and as raybatch reads it."""
+        return {**engine_counts(self.folder), "raybatch": read_documents_table(self.folder).num_rows}
 
 
 def _exactly(table: Table, rows: int) -> None:
