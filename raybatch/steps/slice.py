@@ -50,9 +50,11 @@ def slice_document(
 
 def _searchable(out: pymupdf.Document, first_page: int, ocr_texts: Mapping[int, str]) -> bool:
     """Lay each scanned page's OCR text on it, invisibly; whether any page got text."""
-    pages = [p for p in sorted(ocr_texts) if 0 <= p - first_page < out.page_count]
-    laid = [add_invisible_text(out.load_page(p - first_page), ocr_texts[p]) for p in pages]
-    return any(laid)
+    laid = False
+    for page in sorted(ocr_texts):
+        if 0 <= page - first_page < out.page_count:
+            laid = add_invisible_text(out.load_page(page - first_page), ocr_texts[page]) or laid
+    return laid
 
 
 def _copy_pages(source: pymupdf.Document, first_page: int, last_page: int) -> pymupdf.Document:
