@@ -39,6 +39,7 @@ from pydantic import SecretStr
 from stages import cores, in_folder, prepare_only, ray_environment, warm_up
 
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
 from raybatch.settings import Settings, StateSettings, load_settings
 from raybatch.state import SqlStateStore, open_state
@@ -52,6 +53,8 @@ REQUIRED_KEYS = (
     "e2e_efficiency",
     "first_request_at_s",
     "driver_cpu_ms_per_job",
+    "table_files",
+    "documents_per_table_file",
     "db_statements_per_job",
     "tick_ms_1k",
     "tick_ms_1m",
@@ -126,6 +129,7 @@ def whole_run(settings: Settings, folder: Path) -> dict[str, Any]:
             report = run(settings, str(folder), dashboard=False, on_progress=see)
     jobs = len(report.jobs)
     return {
+        **table_figures(settings),
         "seconds": report.elapsed,
         "jobs": jobs,
         "failed": len(report.failed),
@@ -134,6 +138,18 @@ def whole_run(settings: Settings, folder: Path) -> dict[str, Any]:
         "db_statements_per_job": counted.statements / max(1, jobs),
         "settings": settings,
     }
+
+
+def table_figures(settings: Settings) -> dict[str, Any]:
+    """The documents table after the run: its files, and documents per file (goal: 500 or more)."""
+    from raybatch.objects import open_store
+    from raybatch.settings import StoreSettings
+    from raybatch.work.table_sink import TableSink
+
+    state = open_state(settings.section(StateSettings))
+    files = TableSink(open_store(settings.section(StoreSettings)), OutputKeys(state.database_id())).files()
+    documents = len(state.list_documents())
+    return {"table_files": len(files), "documents_per_table_file": documents / max(1, len(files))}
 
 
 def write_only(settings: Settings) -> float:
@@ -344,6 +360,8 @@ def measure(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         "first_request_at_s": e2e["first_request_at_s"],
         "driver_cpu_ms_per_job": e2e["driver_cpu_ms_per_job"],
         "db_statements_per_job": e2e["db_statements_per_job"],
+        "table_files": e2e["table_files"],
+        "documents_per_table_file": e2e["documents_per_table_file"],
     }
     result["e2e_efficiency"] = result["e2e_files_per_s"] * (
         1 / result["prepare_files_per_s"] + 1 / result["write_files_per_s"]
