@@ -9,6 +9,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from raybatch.classes import classes_digest, default_classes
 from raybatch.claude.answer import ChunkAnswer
 from raybatch.claude.emulator.rules import answer_from_truth
 from raybatch.ids import OutputKeys, custom_id, sha256_file
@@ -126,6 +127,11 @@ def test_a_job_becomes_documents_rows_groups_manifest_and_table(tmp_path: Path, 
     for row, doc in zip(table.to_pylist(), state.list_documents(), strict=True):
         assert (row["job_id"], row["index"], row["text_key"]) == (doc.job_id, doc.index, doc.text_key)
         assert row["text"] == store.get(doc.text_key).decode()  # the text object and the column agree
+        assert (
+            row["classes_sha256"]
+            == state.get_job(doc.job_id).classes_sha
+            == classes_digest(default_classes())
+        )
 
 
 @pytest.mark.parametrize("searchable", [True, False])

@@ -11,6 +11,7 @@ import pymupdf
 import pytest
 from review_support import answered_job, desk, write_job
 
+from raybatch.classes import classes_digest, default_classes
 from raybatch.errors import ConfigError, ReviewConflict
 from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
@@ -116,6 +117,10 @@ def test_set_accept_move_and_what_the_outputs_say(
         (0, 2, "corrected"),
         (1, 2, "accepted"),
     ]
+    assert len(files) == 4  # the write, then a file appended by each correction's publish
+    assert len(table) == len(docs)  # the newest write's rows only: the superseded ones are not read
+    assert {r["classes_sha256"] for r in table} == {classes_digest(default_classes())}
+    assert all(r["text"] == store.get(r["text_key"]).decode() for r in table if r["text_key"])
     assert [c.reviewer for c in state.list_corrections(job)] == ["ann", "bob", "ann"]
 
 
