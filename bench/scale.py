@@ -48,6 +48,7 @@ from stage_cpu import StageCpu
 from stages import cores, in_folder, prepare_only, ray_environment, warm_up
 
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
+from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
 from raybatch.settings import Settings, StateSettings, load_settings
 from raybatch.state import SqlStateStore, open_state
@@ -66,6 +67,8 @@ REQUIRED_KEYS = (
     "cpu_ms_per_job",
     "prepare_alone_cpu_ms_per_job",
     "floor_cpu_ms_per_job",
+    "table_files",
+    "documents_per_table_file",
     "db_statements_per_job",
     "tick_ms_1k",
     "tick_ms_1m",
@@ -140,6 +143,7 @@ def whole_run(settings: Settings, folder: Path) -> dict[str, Any]:
             report = run(settings, str(folder), dashboard=False, on_progress=see)
     jobs = len(report.jobs)
     return {
+        **table_figures(settings),
         "seconds": report.elapsed,
         "jobs": jobs,
         "failed": len(report.failed),
@@ -149,6 +153,18 @@ def whole_run(settings: Settings, folder: Path) -> dict[str, Any]:
         "db_statements_per_job": counted.statements / max(1, jobs),
         "settings": settings,
     }
+
+
+def table_figures(settings: Settings) -> dict[str, Any]:
+    """The documents table after the run: its files, and documents per file (goal: 500 or more)."""
+    from raybatch.objects import open_store
+    from raybatch.settings import StoreSettings
+    from raybatch.work.table_sink import TableSink
+
+    state = open_state(settings.section(StateSettings))
+    files = TableSink(open_store(settings.section(StoreSettings)), OutputKeys(state.database_id())).files()
+    documents = len(state.list_documents())
+    return {"table_files": len(files), "documents_per_table_file": documents / max(1, len(files))}
 
 
 def write_only(settings: Settings) -> float:
@@ -367,6 +383,8 @@ def measure(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         "cpu_ms_per_job": {"driver": e2e["driver_cpu_ms_per_job"], **e2e["cpu_ms_per_job"]},
         "prepare_alone_cpu_ms_per_job": prepare_cpu.ms_per_job(count).get("tasks", 0.0),
         "db_statements_per_job": e2e["db_statements_per_job"],
+        "table_files": e2e["table_files"],
+        "documents_per_table_file": e2e["documents_per_table_file"],
     }
     result["e2e_efficiency"] = result["e2e_files_per_s"] * (
         1 / result["prepare_files_per_s"] + 1 / result["write_files_per_s"]

@@ -3,8 +3,9 @@
 A cancel moves a live job to ``canceled`` in one conditional UPDATE. That ends any lease on it, so
 the driver stops preparing it, its writer's next check or write is refused, and the coordinator
 cancels its batch at the API once no live job remains in it (the others' answers are filed as
-usual). What the job had already written — objects under ``jobs/<id>/``, its slice of the documents
-table, its document rows — is removed here, and again by a writer that finds itself fenced.
+usual). What the job had already written — objects under ``jobs/<id>/``, its document rows — is
+removed here, and again by a writer that finds itself fenced; its rows in the documents table go
+at the table's next compaction, which drops the rows of canceled jobs.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def cancel_jobs(state: CancelState, store: ObjectStore, job_ids: Iterable[int]) 
 def remove_outputs(state: Outputs, store: ObjectStore, job_id: int) -> int:
     """Delete a job's objects and document rows; how many objects went."""
     keys = OutputKeys(state.database_id())
-    doomed = [*store.list(f"{keys.job_prefix(job_id)}/"), keys.documents_table_part(job_id)]
+    doomed = list(store.list(f"{keys.job_prefix(job_id)}/"))
     removed = 0
     for key in doomed:
         if store.exists(key):

@@ -108,6 +108,11 @@ class OutputKeys:
         """Key of the thumbnail of document ``index`` of a job (``<n>.v<k>.webp`` from version 2)."""
         return f"{self.job_prefix(job_id)}/documents/{index}{_version(version)}.webp"
 
+    def document_text(self, job_id: int, index: int, version: int = 1) -> str:
+        """Key of the text (its text layer, else its OCR) of document ``index`` of a job
+        (``<n>.v<k>.txt`` from version 2)."""
+        return f"{self.job_prefix(job_id)}/documents/{index}{_version(version)}.txt"
+
     def manifest(self, job_id: int) -> str:
         """Key of a job's manifest.json."""
         return f"{self.job_prefix(job_id)}/manifest.json"
@@ -126,13 +131,8 @@ class OutputKeys:
 
     @property
     def documents_table(self) -> str:
-        """Prefix of this database's Parquet table of documents."""
+        """Prefix of this database's Parquet table of documents (``raybatch.steps.table_files``)."""
         return f"{self.root}/tables/documents"
-
-    def documents_table_part(self, job_id: int) -> str:
-        """Key of a job's slice of the documents table (one file per job: reruns replace it)."""
-        # one flat file per job: a hive folder ``job_id=N`` beside the job_id column broke readers
-        return f"{self.documents_table}/job-{job_id}.parquet"
 
 
 _DATABASE_ID = re.compile(r"[0-9a-f]{8,64}")

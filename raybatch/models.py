@@ -364,6 +364,7 @@ class DocumentRecord(DefaultFieldNames):
     review: str = ReviewState.NONE.value
     review_reasons: list[str] = field(default_factory=list)
     field_confidence: dict[str, float] = field(default_factory=dict)
+    text_key: str | None = None  # its text as an object: the text layer, else the OCR's
 
 
 @dataclass(frozen=True)

@@ -25,16 +25,19 @@ import ray
 from pydantic import SecretStr
 from ray.exceptions import RayError, RayTaskError
 
+from raybatch.classes.settings import classes_of
 from raybatch.errors import RaybatchError
+from raybatch.ids import OutputKeys
 from raybatch.loops.driver import Driver, DriverParts, Progress
 from raybatch.loops.scheduler import SAVE_JOBS, SAVE_SECONDS, PrepareScheduler, cancel_task, failure_reason
 from raybatch.loops.writer_pool import WriterPool
 from raybatch.models import JobRecord, JobStatus, Priority
+from raybatch.objects import open_store
 from raybatch.outage import patient_state
 from raybatch.prepared import kept_requests
 from raybatch.register import Registrar, SourceIntake
 from raybatch.reuse import reopen_changed, settings_config
-from raybatch.settings import Settings, StateSettings, StoreSettings
+from raybatch.settings import RequestSettings, Settings, StateSettings, StoreSettings
 from raybatch.shells.runtime import connect, get_coordinator, retire_coordinator
 from raybatch.shells.tasks import RayInspector, RayPrepareTasks
 from raybatch.shells.writers import start_writer
@@ -45,6 +48,7 @@ from raybatch.steps.pack import megabytes
 from raybatch.stopping import stop_on_signals
 from raybatch.terminal import ProgressBars
 from raybatch.uploads import keep_out_of_uploads, local_paths
+from raybatch.work.table_sink import Compaction, TableSink, gone_jobs
 from raybatch.work.writer import WriteReport
 from raybatch.workload import Budget, Sizing, open_budget
 
@@ -123,6 +127,7 @@ def run(
                 watch = _both(bars.update, on_progress)
                 ended, writes = _drive(settings, intake, watch, budget.prepare_cap, own_emulator)
             notice(f"{intake.jobs} jobs registered from {intake.files} files")
+            compact_table(settings, state, notice)
     finally:
         with contextlib.suppress(RaybatchError):  # a database away: the cap stays, governing nothing new
             end_run(state, holder)
@@ -135,6 +140,17 @@ def run(
 # For a service that hands over one bundle (a file, a folder, a list of paths) while a backlog runs:
 # ``run`` without a dashboard of its own; ``urgent=True`` sends the bundle ahead of every normal job.
 submit = functools.partial(run, dashboard=False)
+
+
+def compact_table(settings: Settings, state: StateStore, notice: Notice = log.info) -> Compaction:
+    """Compact the documents table: the run's small files into few, superseded rows dropped."""
+    store = open_store(settings.section(StoreSettings))
+    classes = classes_of(settings.section(RequestSettings))
+    sink = TableSink(store, OutputKeys(state.database_id()), classes=classes)
+    done = sink.compact(target_mb=settings.table_file_mb, gone=gone_jobs(state))
+    if done.merged:
+        notice(f"documents table: {done.merged} files compacted into {done.written}, {done.files} in all")
+    return done
 
 
 def _both(first: OnProgress, then: OnProgress | None) -> OnProgress:

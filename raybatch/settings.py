@@ -270,6 +270,17 @@ class WriterSettings(_Section):
     )
 
 
+class OutputSettings(_Section):
+    """What the writers make besides rows: searchable slices, and the documents table's file size."""
+
+    searchable_pdf: bool = Field(
+        default=True, description="scanned pages of a slice carry the OCR's text, invisibly"
+    )
+    table_file_mb: float = Field(
+        default=128.0, gt=0, description="MiB of rows (in memory) a table file rolls at"
+    )
+
+
 class WorkloadSettings(_Section):
     """The workload budget shared by runs and other heavy work on the same machines: what a run
     costs, how long a lease lives, and the range each stage's concurrency moves in."""
@@ -324,6 +335,7 @@ class Settings(
     StateSettings,
     StoreSettings,
     WriterSettings,
+    OutputSettings,
     WorkloadSettings,
     ConsoleSettings,
     ReviewSettings,
@@ -392,6 +404,7 @@ class Settings(
             prepare=self.section(PrepareSettings),
             request=self.section(RequestSettings),
             review=self.section(ReviewSettings),
+            outputs=self.section(OutputSettings),
         )
 
     def for_coordinator(self) -> CoordinatorActorSettings:
@@ -435,6 +448,7 @@ class WriterActorSettings(_Section):
     prepare: PrepareSettings
     request: RequestSettings
     review: ReviewSettings = ReviewSettings()
+    outputs: OutputSettings = Field(default_factory=OutputSettings)
 
 
 class CoordinatorActorSettings(_Section):

@@ -31,6 +31,7 @@ class WriterActor:
             review=settings.review,
             lease_seconds=settings.state.lease_seconds,
             metrics=Metrics(),
+            outputs=settings.outputs,
         )
 
     def write(self, lease: Lease) -> WriteReport:

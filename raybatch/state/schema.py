@@ -168,6 +168,7 @@ documents = sa.Table(
     sa.Column("review", sa.String(16), nullable=False, server_default="none", index=True),
     sa.Column("review_reasons", sa.JSON),
     sa.Column("field_confidence", sa.JSON),
+    sa.Column("text_key", sa.Text),
     *_created(),
     sa.UniqueConstraint("job_id", "doc_index"),
 )

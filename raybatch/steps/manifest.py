@@ -2,7 +2,9 @@
 and who answered (Claude, the emulator, or an answer reused).
 
 Pure: records in, bytes out. Keys are sorted and nothing depends on the clock, so writing the
-manifest again for the same job writes the same bytes.
+manifest again for the same job writes the same bytes. Its names are the SQL rows' and the Parquet
+table's (``doc_type``, ``group_key``, ``index``); its JSON Schema ships as
+``raybatch/schemas/manifest.v2.json`` (``manifest_schema``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from importlib import resources
 from typing import Any
 
 from raybatch.classes import ClassesFile, classes_digest, default_classes
@@ -17,7 +20,14 @@ from raybatch.cost import ModelPrices, add_usage, cost_usd, usage_by_mode
 from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, Usage
 from raybatch.steps.group import group_label, group_values
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: the SQL names (doc_type, group_key), text_key, source_uri, classes_sha256
+
+
+def manifest_schema() -> dict[str, Any]:
+    """The JSON Schema of this manifest version (package data)."""
+    schema = resources.files("raybatch.schemas").joinpath(f"manifest.v{MANIFEST_VERSION}.json")
+    loaded: dict[str, Any] = json.loads(schema.read_text(encoding="utf-8"))
+    return loaded
 
 
 def build_manifest(
@@ -38,6 +48,7 @@ def build_manifest(
     true: the fields are stand-ins), and how many reused an answer already held.
     """
     classes = classes or default_classes()
+    digest = classes_digest(classes)
     by_mode = usage_by_mode(chunks)
     cost = cost_usd(by_mode, prices)
     ordered = sorted(documents, key=lambda doc: doc.index)
@@ -47,8 +58,8 @@ def build_manifest(
     manifest = {
         "manifest_version": MANIFEST_VERSION,
         "job": _job_entry(job),
-        "claude": {"model": model, "prompt_version": prompt_version},
-        "classes": {"sha256": classes_digest(classes), "split": str(classes.split)},
+        "claude": {"model": model, "prompt_version": prompt_version, "classes_sha256": digest},
+        "classes": {"sha256": digest, "split": str(classes.split)},
         "documents": [_document_entry(doc, cost, pages) for doc in ordered],
         "groups": _groups(ordered, classes.group_by),
         "usage": _usage_entry(add_usage(by_mode.values())),
@@ -71,6 +82,7 @@ def _job_entry(job: JobRecord) -> dict[str, Any]:
         "id": job.id,
         "sha256": job.sha256,
         "source_name": job.source_name,
+        "source_uri": job.source_uri,
         "kind": str(job.kind),
         "size_bytes": job.size_bytes,
         "pages": job.pages,
@@ -85,16 +97,17 @@ def _document_entry(doc: DocumentRecord, job_cost: float, job_pages: int) -> dic
         "first_page": doc.first_page,
         "last_page": doc.last_page,
         "pages": pages,
-        "type": str(doc.doc_type),
+        "doc_type": str(doc.doc_type),
         # each declared field at the top too, as before classes files, where its name is free
         **{name: _finite(value) for name, value in doc.values.items() if name not in _ENTRY_KEYS},
         "values": {name: _finite(value) for name, value in doc.values.items()},
         "problems": [list(problem) for problem in doc.problems],
         "repaired": doc.repaired,
         "fields": dict(doc.fields),
-        "group": doc.group_key,
+        "group_key": doc.group_key,
         "pdf_key": doc.pdf_key,
         "thumb_key": doc.thumb_key,
+        "text_key": doc.text_key,
         "extra": dict(doc.extra),
         **_review_entry(doc),
         "estimated_cost_usd": round(job_cost * pages / job_pages, 6) if job_pages else 0.0,
@@ -113,8 +126,8 @@ def _review_entry(doc: DocumentRecord) -> dict[str, Any]:
 
 
 _ENTRY_KEYS = frozenset(
-    {"index", "first_page", "last_page", "pages", "type", "values", "problems", "repaired", "fields",
-     "group", "pdf_key", "thumb_key", "extra", "estimated_cost_usd",
+    {"index", "first_page", "last_page", "pages", "doc_type", "values", "problems", "repaired", "fields",
+     "group_key", "pdf_key", "thumb_key", "text_key", "extra", "estimated_cost_usd",
      "version", "confidence", "review", "review_reasons", "field_confidence"}
 )  # fmt: skip
 

@@ -1,4 +1,5 @@
-"""Slice: one document's pages of an open source → its own PDF, each page turned upright.
+"""Slice: one document's pages of an open source → its own PDF, each page turned upright, scanned
+pages made searchable with the OCR's text (``raybatch.steps.searchable``).
 
 Pure: a PyMuPDF document in, bytes out. The bytes depend only on the input (no dates, no random
 file ids), so rewriting a document after a retry writes the same object.
@@ -12,18 +13,24 @@ from collections.abc import Mapping
 import pymupdf
 
 from raybatch.errors import InvalidSource, SourceProblem
+from raybatch.steps.searchable import add_invisible_text
 
 PRODUCER = "raybatch"
 _METADATA = {"producer": PRODUCER, "creator": PRODUCER}
 
 
 def slice_document(
-    source: pymupdf.Document, first_page: int, last_page: int, rotations: Mapping[int, int]
+    source: pymupdf.Document,
+    first_page: int,
+    last_page: int,
+    rotations: Mapping[int, int],
+    ocr_texts: Mapping[int, str] | None = None,
 ) -> bytes:
     """A new PDF of pages ``first_page..last_page`` (1-based, inclusive), each turned upright.
 
     ``rotations`` maps a source page to the clockwise degrees that make it upright, as the page
-    is displayed (its own /Rotate included); pages it lacks stay as they are.
+    is displayed (its own /Rotate included); pages it lacks stay as they are. ``ocr_texts`` maps a
+    scanned source page to its OCR text, laid on the page as an invisible text layer.
     """
     if not 1 <= first_page <= last_page <= source.page_count:
         raise ValueError(f"pages {first_page}-{last_page} are not within 1-{source.page_count}")
@@ -34,9 +41,20 @@ def slice_document(
             turn = upright_turn(rotations.get(first_page + offset, 0))
             if turn:
                 page.set_rotation((page.rotation + turn) % 360)
+        if _searchable(out, first_page, ocr_texts or {}):
+            out.subset_fonts()
         return deterministic_bytes(out)
     finally:
         out.close()
+
+
+def _searchable(out: pymupdf.Document, first_page: int, ocr_texts: Mapping[int, str]) -> bool:
+    """Lay each scanned page's OCR text on it, invisibly; whether any page got text."""
+    laid = False
+    for page in sorted(ocr_texts):
+        if 0 <= page - first_page < out.page_count:
+            laid = add_invisible_text(out.load_page(page - first_page), ocr_texts[page]) or laid
+    return laid
 
 
 def _copy_pages(source: pymupdf.Document, first_page: int, last_page: int) -> pymupdf.Document:

@@ -1,11 +1,14 @@
 """ResultWriter: one answered job → its documents in object storage, its rows, its manifest.
 
-Per job: stitch the chunk answers (validated when filed), slice each document's pages into its own
-PDF turned upright, draw a thumbnail, upload both, score each document and mark the doubtful ones
-for review, then group, upsert rows, write the manifest and the job's slice of the Parquet table,
-and complete the job under its lease. A source a person reviewed keeps its reviewed documents: a
-rerun or ``--force`` slices them again, never the model's answer. Keys come from ids, so
-a rerun rewrites the same objects and rows. Plain class: Ray runs a pool of them as actors.
+Per job: stitch the chunk answers (validated when filed), take each page's text (its text layer,
+else the OCR's), slice each document's pages into its own PDF turned upright (scanned pages made
+searchable), draw a thumbnail, upload the PDF, the thumbnail and the text, score each document and
+mark the doubtful ones for review, then group, upsert rows and write the manifest
+(``write_outputs``); then append the jobs' rows to the Parquet table, one file for the group, and
+complete each job under its lease (``finish``). A source a person reviewed keeps its reviewed
+documents: a rerun or ``--force`` slices them again, never the model's answer. Keys come from ids,
+so a rerun rewrites the same objects and rows, and its table rows supersede the old ones; a
+correction's ``publish`` appends the job's rows again. Plain class: Ray runs a pool of them as actors.
 
 Every object is put only while the lease still holds, and the database refuses a canceled job's
 rows: a write fenced by a cancel stops, and removes what it had written.
@@ -18,10 +21,11 @@ import logging
 import os
 import resource
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from threading import BoundedSemaphore
 from typing import Protocol
 
@@ -48,24 +52,29 @@ from raybatch.models import (
     TextSource,
 )
 from raybatch.objects.port import ObjectStore
+from raybatch.ocr.cache import PageTextLookup
 from raybatch.review.corrections import redo_correction, redo_plan, redo_region
 from raybatch.review.mark import Thresholds, carried, kept_layout, mark_documents
-from raybatch.settings import PrepareSettings, RequestSettings, ReviewSettings, StoreSettings
+from raybatch.settings import OutputSettings, PrepareSettings, RequestSettings, ReviewSettings, StoreSettings
 from raybatch.sources import read_source_patiently
-from raybatch.state.port import Catalog, Flags, JobsWithChunks, PageTexts, Reviews
+from raybatch.state.port import Catalog, Flags, JobsWithChunks, Reviews
 from raybatch.steps.group import GroupIdentity, assign_groups, group_identity, group_values
 from raybatch.steps.manifest import build_manifest
 from raybatch.steps.open_source import open_source
 from raybatch.steps.slice import slice_document
 from raybatch.steps.stitch import StitchedDocument, stitch
-from raybatch.steps.table import documents_table
+from raybatch.steps.table import JobRows, Provenance
 from raybatch.steps.thumbnail import thumbnail
 from raybatch.units import MIB
+from raybatch.work.page_texts import PageTexts, document_text, page_texts
+from raybatch.work.table_sink import TableSink
+
+TEXT_TYPE = "text/plain; charset=utf-8"
 
 log = logging.getLogger(__name__)
 
 
-class WriterState(JobsWithChunks, Catalog, Flags, PageTexts, Reviews, Protocol):
+class WriterState(JobsWithChunks, Catalog, Flags, PageTextLookup, Reviews, Protocol):
     """The slices of the state store that writing a job's documents uses."""
 
 
@@ -120,6 +129,8 @@ class ResultWriter:
         lease_seconds: float = 300.0,
         metrics: Metrics | None = None,
         review: ReviewSettings | None = None,
+        outputs: OutputSettings | None = None,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._state = state
         self._store = store
@@ -128,6 +139,8 @@ class ResultWriter:
         self._claude = claude
         self._lease_seconds = lease_seconds
         self._metrics = metrics or Metrics()
+        self._outputs = outputs or OutputSettings()
+        self._now = now
         self._output_keys: OutputKeys | None = None
         self._thresholds = Thresholds((review or ReviewSettings()).review_below)
         self._classes: ClassesFile = classes_of(claude)
@@ -195,18 +208,29 @@ class ResultWriter:
             return JobStatus.WRITING
         return JobStatus.ANSWERED if moved else JobStatus.WRITING
 
+    def table(self) -> TableSink:
+        """The documents table this writer appends to."""
+        return TableSink(self._store, self._keys(), now=self._now, classes=self._classes)
+
     def _write(self, job: JobRecord, lease: Lease) -> tuple[int, int]:
+        rows = self.write_outputs(job, lease)
+        self.finish([(lease, rows)])
+        return len(rows.documents), sum(1 for doc in rows.documents if doc.review == ReviewState.PENDING)
+
+    def write_outputs(self, job: JobRecord, lease: Lease) -> JobRows:
+        """A job's objects, rows, groups and manifest; its table rows, to be appended by ``finish``."""
         chunks = self._state.get_chunks(job.id)
         answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
         stitched = stitch(answers, job.pages or 0, self._classes)
         rotations = page_rotations(chunks, stitched)
-        if job.error_class in (REDO, REDO_FRESH):
-            return self._redo(job, lease, answers, stitched)
+        if _redoing(job):
+            return self._redo(job, lease, chunks, answers, stitched)
         kept = self._state.reviewed_layout(job.sha256)
         if kept and kept[0].job_id == job.id:  # reviewed here: its rows and objects stand as they are
-            records = kept
+            records, texts = kept, self._stored_texts(kept)
         else:
-            records = self._build_documents(job, kept_layout(kept) if kept else stitched, rotations, lease)
+            layout = kept_layout(kept) if kept else stitched
+            records, texts = self._build_documents(job, layout, rotations, lease)
             if kept:
                 records = carried(records, kept)
             else:
@@ -215,19 +239,18 @@ class ResultWriter:
             records = self._group(records)
             self._state.upsert_documents(job.id, records)
         self._drop_stale_objects(job.id, records)
-        self.publish(job, records, lease)
-        classes_sha = self._recorded_classes()
-        self._state.finish_claim(lease, JobStatus.COMPLETED, progress=100.0, classes_sha=classes_sha)
-        self._metrics.documents_written(len(records), job.priority)
-        return len(records), sum(1 for doc in records if doc.review == ReviewState.PENDING)
+        self._fence(lease)
+        self._put_json(self._keys().manifest(job.id), self._manifest(job, records, chunks))
+        return JobRows(job, records, self._provenance(), chunks, texts)
 
     def _redo(
         self,
         job: JobRecord,
         lease: Lease,
+        chunks: Sequence[ChunkRecord],
         answers: Sequence[tuple[int, ChunkAnswer]],
         stitched: Sequence[StitchedDocument],
-    ) -> tuple[int, int]:
+    ) -> JobRows:
         """``raybatch redo``: the new answer's documents over the pages asked again become new
         versions, in the ledger as a ``redo``; the previous versions are kept."""
         current = self._state.list_documents(job.id)
@@ -243,24 +266,49 @@ class ResultWriter:
         self._state.record_correction(correction, plan.expected, written, plan.removed)
         records = self._state.list_documents(job.id)
         self._drop_stale_objects(job.id, records)
-        self.publish(job, records, lease)
-        self._state.finish_claim(
-            lease,
-            JobStatus.COMPLETED,
-            progress=100.0,
-            error_class=None,
-            error_message=None,
-            classes_sha=self._recorded_classes(),
-        )
-        return len(records), sum(1 for doc in records if doc.review == ReviewState.PENDING)
+        self._fence(lease)
+        self._put_json(self._keys().manifest(job.id), self._manifest(job, records, chunks))
+        return JobRows(job, records, self._provenance(), chunks, self._stored_texts(records))
+
+    def finish(self, written: Sequence[tuple[Lease, JobRows]]) -> None:
+        """Append a group of written jobs' rows to the table (one file), then complete each job.
+
+        A job whose completion is refused after the append (its lease lost) is written again later:
+        its newer rows supersede these (``raybatch.steps.table_files``)."""
+        for lease, _ in written:
+            self._fence(lease)
+        self.table().append([rows for _, rows in written])
+        classes_sha = self._recorded_classes()
+        for lease, rows in written:
+            cleared = {"error_class": None, "error_message": None} if _redoing(rows.job) else {}
+            self._state.finish_claim(
+                lease, JobStatus.COMPLETED, progress=100.0, classes_sha=classes_sha, **cleared
+            )
+            self._metrics.documents_written(len(rows.documents), rows.job.priority)
 
     def publish(self, job: JobRecord, records: Sequence[DocumentRecord], lease: Lease | None = None) -> None:
-        """The job's manifest and its slice of the Parquet table, from its current ``records``."""
+        """The job's manifest from its current ``records``, and its rows appended to the table
+        anew (they supersede its older rows: ``raybatch.steps.table_files``)."""
+        chunks = self._state.get_chunks(job.id)
         self._fence(lease)
-        self._put_json(self._keys().manifest(job.id), self._manifest(job, records))
+        self._put_json(self._keys().manifest(job.id), self._manifest(job, records, chunks))
         self._fence(lease)
-        self._store.put(
-            self._keys().documents_table_part(job.id), documents_table(records, job, self._classes)
+        self.table().append([JobRows(job, records, self._provenance(), chunks, self._stored_texts(records))])
+
+    def _stored_texts(self, records: Sequence[DocumentRecord]) -> dict[int, str]:
+        """Each document's text, read back from its text object (a document without one: none)."""
+        return {
+            doc.index: self._store.get(doc.text_key).decode("utf-8")
+            for doc in records
+            if doc.text_key and self._store.exists(doc.text_key)
+        }
+
+    def _provenance(self) -> Provenance:
+        return Provenance(
+            written_at=self._now(),
+            model=self._claude.claude_model,
+            prompt_version=PROMPT_VERSION,
+            classes_sha256=self._recorded_classes(),
         )
 
     def _ocr(self, job: JobRecord) -> dict[int, float]:
@@ -284,8 +332,9 @@ class ResultWriter:
         rotations: Mapping[int, int],
         lease: Lease,
         versions: Mapping[int, int] | None = None,
-    ) -> list[DocumentRecord]:
-        """Slice, draw and upload every document; at most 1/2/4 built and not yet uploaded."""
+    ) -> tuple[list[DocumentRecord], dict[int, str]]:
+        """Slice, draw and upload every document, with its text; at most 1/2/4 built and not yet
+        uploaded. The records, and each document's text by index."""
         data = read_source_patiently(job.source_uri, self._sources, sha256=job.sha256)  # the file prepared
         at_once = documents_at_once(len(data))
         slots = BoundedSemaphore(at_once)
@@ -293,62 +342,83 @@ class ResultWriter:
             ThreadPoolExecutor(max_workers=at_once, thread_name_prefix=f"write-{job.id}") as pool,
             _opened(data, job, self._max_page_pixels) as source,
         ):
+            spans = [(d.first_page, d.last_page) for d in stitched]
+            pages = page_texts(source, job.sha256, self._state, spans)
             uploads: list[Future[DocumentRecord]] = []
+            texts: dict[int, str] = {}
             for index, doc in enumerate(stitched):
                 slots.acquire()
-                pdf = slice_document(source, doc.first_page, doc.last_page, rotations)
+                texts[index] = document_text(pages, doc.first_page, doc.last_page)
+                pdf = self._slice(source, doc, rotations, pages)
                 thumb = thumbnail(pdf)
                 version = (versions or {}).get(index, 1)
-                future = pool.submit(self._upload, job, index, doc, pdf, thumb, lease, version)
+                made = (pdf, thumb, texts[index])
+                future = pool.submit(self._upload, job, index, doc, made, lease, version)
                 future.add_done_callback(lambda _: slots.release())
                 uploads.append(future)
-            return [future.result() for future in uploads]
+            return [future.result() for future in uploads], texts
+
+    def _slice(
+        self,
+        source: pymupdf.Document,
+        doc: StitchedDocument | DocumentRecord,
+        rotations: Mapping[int, int],
+        pages: PageTexts,
+    ) -> bytes:
+        """The document's PDF; its scanned pages searchable unless SEARCHABLE_PDF is off."""
+        ocr = pages.ocr_texts(doc.first_page, doc.last_page) if self._outputs.searchable_pdf else {}
+        return slice_document(source, doc.first_page, doc.last_page, rotations, ocr)
 
     def write_versions(self, job: JobRecord, drafts: Sequence[DocumentRecord]) -> list[DocumentRecord]:
         """New versions of some of a job's documents (a correction): each sliced from the source at
-        its pages, turned upright, drawn, uploaded under its version's keys, and grouped."""
+        its pages, turned upright, drawn, uploaded with its text under its version's keys, and grouped."""
         chunks = self._state.get_chunks(job.id)
         answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
         rotations = page_rotations(chunks, stitch(answers, job.pages or 0, self._classes))
         data = read_source_patiently(job.source_uri, self._sources, sha256=job.sha256)
         written = []
         with _opened(data, job, self._max_page_pixels) as source:
+            pages = page_texts(source, job.sha256, self._state, [(d.first_page, d.last_page) for d in drafts])
             for draft in drafts:
-                pdf = slice_document(source, draft.first_page, draft.last_page, rotations)
-                pdf_key, thumb_key = self._put_document(
-                    job, draft.index, draft.version, pdf, thumbnail(pdf), None
-                )
-                written.append(replace(draft, pdf_key=pdf_key, thumb_key=thumb_key))
+                pdf = self._slice(source, draft, rotations, pages)
+                text = document_text(pages, draft.first_page, draft.last_page)
+                made = (pdf, thumbnail(pdf), text)
+                keys = self._put_document(job, draft.index, draft.version, made, None)
+                written.append(replace(draft, pdf_key=keys[0], thumb_key=keys[1], text_key=keys[2]))
         return self._group(written)
 
     def _put_document(
-        self, job: JobRecord, index: int, version: int, pdf: bytes, thumb: bytes, lease: Lease | None
-    ) -> tuple[str, str]:
-        """Upload one document version's PDF and thumbnail; their keys."""
+        self, job: JobRecord, index: int, version: int, made: tuple[bytes, bytes, str], lease: Lease | None
+    ) -> tuple[str, str, str]:
+        """Upload one document version's PDF, thumbnail and text; their keys."""
+        pdf, thumb, text = made
         metadata = {"job-id": str(job.id), "document-index": str(index), "source-name": job.source_name}
         keys = self._keys()
-        pdf_key, thumb_key = (
+        pdf_key, thumb_key, text_key = (
             keys.document_pdf(job.id, index, version),
             keys.document_thumb(job.id, index, version),
+            keys.document_text(job.id, index, version),
         )
         self._fence(lease)
         self._store.put(pdf_key, pdf, content_type="application/pdf", metadata=metadata)
         self._fence(lease)
         self._store.put(thumb_key, thumb, content_type="image/webp", metadata=metadata)
-        return pdf_key, thumb_key
+        self._fence(lease)
+        self._store.put(text_key, text.encode("utf-8"), content_type=TEXT_TYPE, metadata=metadata)
+        return pdf_key, thumb_key, text_key
 
     def _upload(
         self,
         job: JobRecord,
         index: int,
         doc: StitchedDocument,
-        pdf: bytes,
-        thumb: bytes,
+        made: tuple[bytes, bytes, str],
         lease: Lease,
         version: int = 1,
     ) -> DocumentRecord:
-        pdf_key, thumb_key = self._put_document(job, index, version, pdf, thumb, lease)
-        return replace(self._record(job, index, doc), pdf_key=pdf_key, thumb_key=thumb_key, version=version)
+        pdf_key, thumb_key, text_key = self._put_document(job, index, version, made, lease)
+        record = self._record(job, index, doc)
+        return replace(record, pdf_key=pdf_key, thumb_key=thumb_key, text_key=text_key, version=version)
 
     def _record(self, job: JobRecord, index: int, doc: StitchedDocument) -> DocumentRecord:
         """The row of a stitched document, its values checked against the classes file (its objects'
@@ -383,7 +453,7 @@ class ResultWriter:
         """A rerun that found fewer documents leaves no objects of the old ones behind (previous
         versions' objects stay); requests prepared ahead (by ``estimate``) are dropped once answered."""
         kept = [*records, *(old.record for old in self._state.document_versions(job_id))]
-        keep = {key for doc in kept for key in (doc.pdf_key, doc.thumb_key) if key}
+        keep = {key for doc in kept for key in (doc.pdf_key, doc.thumb_key, doc.text_key) if key}
         keys = self._keys()
         for key in list(self._store.list(f"{keys.job_prefix(job_id)}/documents/")):
             if key not in keep:
@@ -391,12 +461,14 @@ class ResultWriter:
         for key in list(self._store.list(keys.prepared(job_id))):
             self._store.delete(key)  # requests an ``estimate`` prepared ahead: answered now
 
-    def _manifest(self, job: JobRecord, records: Sequence[DocumentRecord]) -> bytes:
+    def _manifest(
+        self, job: JobRecord, records: Sequence[DocumentRecord], chunks: Sequence[ChunkRecord]
+    ) -> bytes:
         claude = self._claude
         return build_manifest(
             job,
             records,
-            self._state.get_chunks(job.id),
+            chunks,
             prices=prices_for(claude.claude_model, claude.claude_prices),
             model=claude.claude_model,
             prompt_version=PROMPT_VERSION,
@@ -437,3 +509,8 @@ def _foreign_reason(job: JobRecord, exc: Exception) -> str:
     lines = str(exc).strip().splitlines()
     first = lines[0][:200] if lines else "no message"
     return f"{job.source_name}: unexpected {type(exc).__name__} while writing: {first}"
+
+
+def _redoing(job: JobRecord) -> bool:
+    """Whether this write is a ``raybatch redo``'s (its mark is cleared once written)."""
+    return job.error_class in (REDO, REDO_FRESH)

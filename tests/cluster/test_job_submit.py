@@ -48,7 +48,7 @@ def test_the_job_succeeds_and_writes_every_document(submitted_run: SubmittedRun)
     assert len(rows) == corpus.documents
     store = LocalObjectStore(submitted_run.home / "store")
     listed = {k for k in store.list(OutputKeys(state.database_id()).jobs) if "/documents/" in k}
-    assert listed == {k for d in rows for k in (d.pdf_key, d.thumb_key)}  # objects and rows agree
+    assert listed == {k for d in rows for k in (d.pdf_key, d.thumb_key, d.text_key)}  # objects and rows agree
     for doc in rows:
         with pymupdf.open("pdf", store.get(doc.pdf_key)) as pdf:
             assert pdf.page_count == doc.last_page - doc.first_page + 1

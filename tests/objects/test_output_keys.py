@@ -22,7 +22,8 @@ def every_key(keys: OutputKeys) -> list[str]:
         keys.document_thumb(1, 0),
         keys.manifest(1),
         keys.source(1),
-        keys.documents_table_part(1),
+        keys.document_text(1, 0),
+        f"{keys.documents_table}/part-20261201T000000000000Z-0123456789ab.parquet",
         keys.prepared_request(1, 0),
     ]
 
@@ -37,7 +38,7 @@ def test_the_same_job_of_two_databases_has_disjoint_keys() -> None:
 def test_listing_one_jobs_prefix_never_reaches_another_database() -> None:
     assert FIRST.job_prefix(1).startswith(FIRST.jobs)
     assert not FIRST.job_prefix(1).startswith(SECOND.root)
-    assert not FIRST.documents_table_part(1).startswith(FIRST.jobs)
+    assert not FIRST.documents_table.startswith(FIRST.jobs)
     assert not FIRST.job_prefix(1).startswith(FIRST.job_prefix(10))
     assert FIRST.prepared_request(1, 0).startswith(FIRST.prepared(1))
     assert FIRST.prepared(1).startswith(FIRST.job_prefix(1) + "/")

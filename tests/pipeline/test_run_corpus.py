@@ -14,7 +14,7 @@ from raybatch.models import JobStatus
 from raybatch.pipeline import run
 from raybatch.report import documents_by_file, evaluate_run
 from raybatch.steps.render import text_layer
-from raybatch.steps.table import read_documents_table
+from raybatch.steps.table_files import read_documents_table
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -31,7 +31,7 @@ def test_every_job_completes_and_the_split_is_exact(corpus_run: CorpusRun) -> No
 def test_every_document_has_its_pdf_thumbnail_row_and_manifest(corpus_run: CorpusRun) -> None:
     store, state = corpus_run.store, corpus_run.state
     rows = state.list_documents()
-    expected = {k for d in rows for k in (d.pdf_key, d.thumb_key)}
+    expected = {k for d in rows for k in (d.pdf_key, d.thumb_key, d.text_key)}
     keys = OutputKeys(state.database_id())
     listed = {k for k in store.list(keys.jobs) if "/documents/" in k}
     assert listed == expected  # objects and rows agree: nothing missing, nothing extra

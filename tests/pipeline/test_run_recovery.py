@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import anthropic
+import pyarrow.parquet as pq
 import pymupdf
 import pytest
 import ray
@@ -95,9 +96,14 @@ def assert_written_once(settings: Settings, truth: dict, emulator: EmulatorServe
     assert {j.status for j in state.list_jobs()} == {JobStatus.COMPLETED}
     rows = state.list_documents()
     store = LocalObjectStore(settings.store)
-    listed = {k for k in store.list(OutputKeys(state.database_id()).jobs) if "/documents/" in k}
-    assert listed == {k for d in rows for k in (d.pdf_key, d.thumb_key)}
+    keys = OutputKeys(state.database_id())
+    listed = {k for k in store.list(keys.jobs) if "/documents/" in k}
+    assert listed == {k for d in rows for k in (d.pdf_key, d.thumb_key, d.text_key)}
     assert len({(d.job_id, d.index) for d in rows}) == len(rows)
+    table = pq.read_table(Path(settings.store) / keys.documents_table)  # compacted: each row once
+    assert sorted(zip(table["job_id"].to_pylist(), table["index"].to_pylist(), strict=True)) == sorted(
+        (d.job_id, d.index) for d in rows
+    )
     assert evaluate_run(state, truth)["boundary_f1"] == 1.0
     assert emulator.app.calls["create"] == len(state.known_batch_ids())
     chunks = [c for j in state.list_jobs() for c in state.get_chunks(j.id)]

@@ -21,7 +21,7 @@ from raybatch.pipeline import run
 from raybatch.samples import write_samples
 from raybatch.settings import Settings, StateSettings
 from raybatch.state import SqlStateStore, open_state
-from raybatch.steps.table import read_documents_table
+from raybatch.steps.table_files import read_documents_table
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -162,7 +162,8 @@ def test_a_doubting_run_is_reviewed_through_the_cli(
     assert [(d["first_page"], d["version"], d["review"]) for d in manifest["documents"]] == [
         (d.first_page, d.version, d.review) for d in reviewed
     ]
-    table = read_documents_table(store.get(keys.documents_table_part(job))).to_pylist()
+    files = [store.get(key) for key in store.list(f"{keys.documents_table}/")]
+    table = [row for row in read_documents_table(files).to_pylist() if row["job_id"] == job]
     assert [(r["index"], r["version"], r["review"]) for r in table] == [
         (d.index, d.version, d.review) for d in reviewed
     ]

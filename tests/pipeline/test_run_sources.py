@@ -101,7 +101,7 @@ def test_s3_source_s3_store_and_postgresql(
         rows = state.list_documents()
         outputs = OutputKeys(state.database_id())
         keys = set(open_store(settings.section(StoreSettings)).list(f"{outputs.root}/"))
-        assert {k for d in rows for k in (d.pdf_key, d.thumb_key)} <= keys
+        assert {k for d in rows for k in (d.pdf_key, d.thumb_key, d.text_key)} <= keys
         assert outputs.manifest(report.jobs[0].id) in keys
         assert evaluate_run(state, truth)["documents_found"] == len(rows) > 0
     finally:

@@ -9,16 +9,17 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from raybatch.classes import classes_digest, default_classes
 from raybatch.claude.answer import ChunkAnswer
 from raybatch.claude.emulator.rules import answer_from_truth
 from raybatch.ids import OutputKeys, custom_id, sha256_file
-from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, SourceKind
+from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, PageText, SourceKind, ocr_origin
 from raybatch.objects import MemoryObjectStore
 from raybatch.samples import write_samples
-from raybatch.settings import ClaudeSettings, PrepareSettings, StateSettings, StoreSettings
+from raybatch.settings import ClaudeSettings, OutputSettings, PrepareSettings, StateSettings, StoreSettings
 from raybatch.state import SqlStateStore, open_state
 from raybatch.steps.chunk import plan_chunks
-from raybatch.steps.table import read_documents_table
+from raybatch.steps.table_files import read_documents_table
 from raybatch.work.writer import ResultWriter, WriteReport, documents_at_once, page_rotations
 
 MB = 1024 * 1024
@@ -63,17 +64,26 @@ def answered_job(state: SqlStateStore, folder: Path, bundle: dict, uri: str | No
     return job.id
 
 
-def write(state: SqlStateStore, store: MemoryObjectStore, job_id: int) -> None:
-    report = write_once(state, store, job_id)
+def write(state: SqlStateStore, store: MemoryObjectStore, job_id: int, **outputs: object) -> None:
+    report = write_once(state, store, job_id, **outputs)
     assert report.status is JobStatus.COMPLETED, report.error
 
 
 def write_once(
-    state: SqlStateStore, store: MemoryObjectStore, job_id: int, sources: StoreSettings | None = None
+    state: SqlStateStore,
+    store: MemoryObjectStore,
+    job_id: int,
+    sources: StoreSettings | None = None,
+    **outputs: object,
 ) -> WriteReport:
     """Claim an answered job and write it, as a writer actor would."""
     writer = ResultWriter(
-        state, store, sources=sources or StoreSettings(), prepare=PrepareSettings(), claude=ClaudeSettings()
+        state,
+        store,
+        sources=sources or StoreSettings(),
+        prepare=PrepareSettings(),
+        claude=ClaudeSettings(),
+        outputs=OutputSettings.model_validate(outputs),
     )
     [lease] = state.claim_jobs(
         worker_id="w",
@@ -109,8 +119,49 @@ def test_a_job_becomes_documents_rows_groups_manifest_and_table(tmp_path: Path, 
         assert manifest["estimated_cost_usd"] > 0
     grouped = {d.group_key for d in state.list_documents() if d.group_key}
     assert len(grouped) >= 2
-    table = read_documents_table(store.get(OutputKeys(state.database_id()).documents_table_part(jobs[0])))
-    assert table.num_rows == len(state.list_documents(jobs[0]))
+    keys = OutputKeys(state.database_id())
+    parts = [store.get(key) for key in store.list(keys.documents_table)]
+    assert len(parts) == len(jobs)  # one file per write (a writer call), until compaction
+    table = read_documents_table(parts)
+    assert table.num_rows == len(state.list_documents())
+    for row, doc in zip(table.to_pylist(), state.list_documents(), strict=True):
+        assert (row["job_id"], row["index"], row["text_key"]) == (doc.job_id, doc.index, doc.text_key)
+        assert row["text"] == store.get(doc.text_key).decode()  # the text object and the column agree
+        assert (
+            row["classes_sha256"]
+            == state.get_job(doc.job_id).classes_sha
+            == classes_digest(default_classes())
+        )
+
+
+@pytest.mark.parametrize("searchable", [True, False])
+def test_scanned_pages_get_their_ocr_text_in_the_pdf_the_text_object_and_the_table(  # type: ignore[no-untyped-def]
+    tmp_path: Path, corpus, searchable: bool
+) -> None:
+    folder, truth = corpus
+    bundle = truth["bundles"][0]
+    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    store = MemoryObjectStore()
+    job_id = answered_job(state, folder, bundle)
+    sha256 = state.get_job(job_id).sha256
+    scanned = [p["page"] for p in bundle["page_info"] if p["scanned"]]
+    for page in scanned:  # what preparing read, kept in the per-page cache
+        state.put_page_text(
+            sha256, "tess-1", PageText(page, f"Scanword{page} Ромашка", ocr_origin("tess-1"), 0.9)
+        )
+    write(state, store, job_id, searchable_pdf=searchable)
+    keys = OutputKeys(state.database_id())
+    rows = read_documents_table([store.get(k) for k in store.list(keys.documents_table)]).to_pylist()
+    for doc in state.list_documents(job_id):
+        pages = [p for p in scanned if doc.first_page <= p <= doc.last_page]
+        with pymupdf.open("pdf", store.get(doc.pdf_key)) as pdf:
+            layer = "".join(page.get_text() for page in pdf)
+        text = store.get(doc.text_key or "").decode()
+        assert text == rows[doc.index]["text"] and text.count("\f") == doc.last_page - doc.first_page
+        for page in pages:
+            assert f"Scanword{page} Ромашка" in text
+            assert (f"Scanword{page}" in layer) is searchable
+    assert any(doc.first_page <= scanned[0] <= doc.last_page for doc in state.list_documents(job_id))
 
 
 def test_writing_again_rewrites_the_same_keys_and_drops_stale_ones(tmp_path: Path, corpus) -> None:  # type: ignore[no-untyped-def]
@@ -119,12 +170,16 @@ def test_writing_again_rewrites_the_same_keys_and_drops_stale_ones(tmp_path: Pat
     store = MemoryObjectStore()
     job_id = answered_job(state, folder, truth["bundles"][0])
     write(state, store, job_id)
-    first = {k: store.get(k) for k in store.list("")}
+    keys = OutputKeys(state.database_id())
+    first = {k: store.get(k) for k in store.list(keys.jobs)}
     rows = state.list_documents(job_id)
     state.transition(job_id, [JobStatus.COMPLETED], JobStatus.ANSWERED)
     write(state, store, job_id)
-    assert {k: store.get(k) for k in store.list("")} == first  # same keys, same bytes
+    assert {k: store.get(k) for k in store.list(keys.jobs)} == first  # same keys, same bytes
     assert state.list_documents(job_id) == rows
+    tables = [store.get(k) for k in store.list(keys.documents_table)]
+    assert len(tables) == 2  # the second write appended its own file: its rows supersede the first's
+    assert read_documents_table(tables).num_rows == len(rows)
     stale = f"{OutputKeys(state.database_id()).job_prefix(job_id)}/documents/99.pdf"
     store.put(stale, b"left by an older answer")
     state.transition(job_id, [JobStatus.COMPLETED], JobStatus.ANSWERED)

@@ -11,6 +11,7 @@ import pymupdf
 import pytest
 from review_support import answered_job, desk, write_job
 
+from raybatch.classes import classes_digest, default_classes
 from raybatch.errors import ConfigError, ReviewConflict
 from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
@@ -18,7 +19,7 @@ from raybatch.objects import MemoryObjectStore
 from raybatch.review.api import DocRef, Reviewer
 from raybatch.samples import write_samples
 from raybatch.state import SqlStateStore
-from raybatch.steps.table import read_documents_table
+from raybatch.steps.table_files import read_documents_table
 
 ANN, BOB = Reviewer("ann"), Reviewer("bob")
 
@@ -104,17 +105,22 @@ def test_set_accept_move_and_what_the_outputs_say(
     keys = OutputKeys(state.database_id())
     manifest = json.loads(store.get(keys.manifest(job)))
     first = manifest["documents"][0]
-    assert (first["type"], first["version"], first["review"], first["confidence"]) == (
+    assert (first["doc_type"], first["version"], first["review"], first["confidence"]) == (
         "letter",
         2,
         "corrected",
         1.0,
     )
-    table = read_documents_table(store.get(keys.documents_table_part(job))).to_pylist()
+    files = [store.get(key) for key in store.list(f"{keys.documents_table}/")]
+    table = [row for row in read_documents_table(files).to_pylist() if row["job_id"] == job]
     assert [(r["index"], r["version"], r["review"]) for r in table[:2]] == [
         (0, 2, "corrected"),
         (1, 2, "accepted"),
     ]
+    assert len(files) == 4  # the write, then a file appended by each correction's publish
+    assert len(table) == len(docs)  # the newest write's rows only: the superseded ones are not read
+    assert {r["classes_sha256"] for r in table} == {classes_digest(default_classes())}
+    assert all(r["text"] == store.get(r["text_key"]).decode() for r in table if r["text_key"])
     assert [c.reviewer for c in state.list_corrections(job)] == ["ann", "bob", "ann"]
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import pytest
 
+from raybatch.classes import classes_digest, default_classes
 from raybatch.cost import ModelPrices
 from raybatch.models import ChunkRecord, ChunkStatus, DocumentRecord, JobRecord, JobStatus, SourceKind, Usage
 from raybatch.steps.group import group_key
-from raybatch.steps.manifest import build_manifest
+from raybatch.steps.manifest import MANIFEST_VERSION, build_manifest, manifest_schema
 
 PRICES = ModelPrices(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30, batch_discount=0.5)
 
@@ -48,6 +50,7 @@ def _docs() -> list[DocumentRecord]:
                 "currency": "RUB",
                 "reference": "Д-15/2024",
             },
+            text_key="jobs/12/documents/1.txt",
         ),
         DocumentRecord(
             job_id=12,
@@ -93,6 +96,7 @@ def test_job_is_described_by_id_and_hash_with_its_name_as_metadata() -> None:
         "id": 12,
         "sha256": "ab" * 32,
         "source_name": "Счёт 2024.pdf",
+        "source_uri": "s3://in/scans/Счёт 2024.pdf",
         "kind": "pdf",
         "size_bytes": 123_456,
         "pages": 10,
@@ -105,9 +109,31 @@ def test_documents_in_index_order_with_fields_and_keys() -> None:
     assert [d["index"] for d in docs] == [0, 1]
     second = docs[1]
     assert (second["first_page"], second["last_page"], second["pages"]) == (3, 10, 8)
-    assert second["type"] == "invoice" and second["fields"] == {"inn": "7701"}
-    assert second["pdf_key"] == "jobs/12/documents/1.pdf" and second["group"] == KEY
+    assert second["doc_type"] == "invoice" and second["fields"] == {"inn": "7701"}
+    assert second["pdf_key"] == "jobs/12/documents/1.pdf" and second["group_key"] == KEY
+    assert second["text_key"] == "jobs/12/documents/1.txt"
     assert docs[0]["amount"] is None  # NaN is not JSON
+
+
+def test_the_names_are_the_sql_rows_names() -> None:
+    (second,) = [d for d in _manifest()["documents"] if d["index"] == 1]
+    row = DocumentRecord.__dataclass_fields__
+    shared = {"index", "first_page", "last_page", "doc_type", "fields", "group_key", "pdf_key", "thumb_key"}
+    assert shared <= set(second) and shared <= set(row)
+    assert not {"type", "group", "doc_index"} & set(second)
+
+
+def test_the_manifest_matches_its_published_schema() -> None:
+    schema = manifest_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    manifest = _manifest(model="claude-x", prompt_version="p1")
+    assert (
+        manifest["manifest_version"] == MANIFEST_VERSION == schema["properties"]["manifest_version"]["const"]
+    )
+    jsonschema.validate(manifest, schema)
+    renamed = json.loads(json.dumps(manifest).replace('"doc_type"', '"type"'))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(renamed, schema)  # the old name is refused
 
 
 def test_groups_list_their_documents() -> None:
@@ -170,7 +196,9 @@ def test_bytes_are_stable_and_keys_sorted() -> None:
     assert "Счёт" in text  # UTF-8, not escapes
     parsed = json.loads(text)
     assert list(parsed) == sorted(parsed)
-    assert parsed["claude"] == {"model": "m", "prompt_version": "v1"}
+    digest = classes_digest(default_classes())
+    assert parsed["claude"] == {"model": "m", "prompt_version": "v1", "classes_sha256": digest}
+    assert parsed["classes"]["sha256"] == digest
 
 
 def test_no_documents_is_a_valid_manifest() -> None:

@@ -1,4 +1,4 @@
-"""Table: one Parquet file per job with a fixed schema; reruns replace a job's rows."""
+"""Table: documents as rows of a fixed schema, with their text and where they came from."""
 
 from __future__ import annotations
 
@@ -6,14 +6,12 @@ import datetime
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pytest
 
-from raybatch.ids import OutputKeys
-from raybatch.models import DocumentRecord, JobRecord, JobStatus, SourceKind
-from raybatch.steps.table import SCHEMA, documents_table, read_documents_table
+from raybatch.models import ChunkRecord, ChunkStatus, DocumentRecord, JobRecord, JobStatus, SourceKind
+from raybatch.steps.table import SCHEMA, JobRows, Provenance, documents_table, read_table_files
 
-KEYS = OutputKeys("ab" * 16)
+WRITTEN = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
 
 
 def _job(job_id: int) -> JobRecord:
@@ -43,75 +41,84 @@ def _docs(job_id: int, count: int) -> list[DocumentRecord]:
                 "amount": 100.0 * i,
                 "counterparty": "ООО «Ромашка»",
             },
+            text_key=f"jobs/{job_id}/documents/{i}.txt",
         )
         for i in range(count)
     ]
 
 
-def _write(root: Path, job_id: int, count: int) -> None:
-    path = root / KEYS.documents_table_part(job_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(documents_table(_docs(job_id, count), _job(job_id)))
+def _chunk(job_id: int, n: int, first: int, last: int, *, emulated: bool) -> ChunkRecord:
+    return ChunkRecord(
+        job_id, n, first, last, f"job_{job_id}_batch_{n}", f"key{n}", ChunkStatus.SUCCEEDED, emulated=emulated
+    )
+
+
+def rows(job_id: int, count: int, written: datetime.datetime = WRITTEN) -> JobRows:
+    """A job's rows as one write makes them."""
+    chunks = [_chunk(job_id, 0, 1, 8, emulated=True), _chunk(job_id, 1, 9, 16, emulated=False)]
+    made = Provenance(written_at=written, model="claude-x", prompt_version="p7")
+    texts = {i: f"текст {i}" for i in range(count)}
+    return JobRows(_job(job_id), _docs(job_id, count), made, chunks, texts)
+
+
+def _read(data: bytes) -> pa.Table:
+    [(table, _)] = read_table_files(data)
+    return table
 
 
 def test_round_trip_keeps_every_column() -> None:
-    table = read_documents_table(documents_table(_docs(7, 3), _job(7)))
+    table = _read(documents_table([rows(7, 3)]))
     assert table.schema == SCHEMA
-    rows = table.to_pylist()
-    assert [r["index"] for r in rows] == [0, 1, 2]
-    first = rows[0]
+    got = table.to_pylist()
+    assert [r["index"] for r in got] == [0, 1, 2]
+    first = got[0]
     assert (first["job_id"], first["sha256"], first["source_name"]) == (7, f"{7:064x}", "скан 7.pdf")
     assert (first["first_page"], first["last_page"], first["pages"]) == (1, 2, 2)
     assert first["date_value"] == datetime.date(2024, 3, 1)
-    assert rows[2]["date"] == "3 марта 2024" and rows[2]["date_value"] is None
+    assert got[2]["date"] == "3 марта 2024" and got[2]["date_value"] is None
     assert first["fields"] == [("a", "1"), ("b", "2")]
     assert first["group_key"] == "g_0123456789abcdef"
+    assert first["text"] == "текст 0" and first["text_key"] == "jobs/7/documents/0.txt"
 
 
-def test_rows_in_index_order_and_bytes_stable() -> None:
-    docs = _docs(3, 4)
-    data = documents_table(docs, _job(3))
-    assert documents_table(list(reversed(docs)), _job(3)) == data
+def test_every_row_says_where_it_came_from() -> None:
+    got = _read(documents_table([rows(7, 5)])).to_pylist()
+    first, last = got[0], got[4]  # pages 1-2 (chunk 0), pages 9-10 (chunk 1)
+    assert (first["model"], first["prompt_version"], first["source_uri"]) == ("claude-x", "p7", "/in/7.pdf")
+    assert first["written_at"] == WRITTEN and first["classes_sha256"] is None
+    assert first["processing_keys"] == ["key0"] and first["emulated"] is True
+    assert last["processing_keys"] == ["key1"] and last["emulated"] is False
+
+
+def test_a_group_of_jobs_is_one_file_in_job_and_index_order() -> None:
+    group = [rows(9, 1), rows(3, 2)]
+    table = _read(documents_table(group))
+    assert list(zip(table["job_id"].to_pylist(), table["index"].to_pylist(), strict=True)) == [
+        (3, 0),
+        (3, 1),
+        (9, 0),
+    ]
+    assert documents_table(list(reversed(group))) == documents_table(group)  # stable bytes
 
 
 def test_documents_of_another_job_are_refused() -> None:
     with pytest.raises(ValueError, match="belong to the job"):
-        documents_table(_docs(1, 1), _job(2))
+        JobRows(_job(2), _docs(1, 1), Provenance(written_at=WRITTEN))
 
 
-def test_without_job_the_source_columns_are_empty() -> None:
-    rows = read_documents_table([documents_table(_docs(4, 1))]).to_pylist()
-    assert rows[0]["sha256"] is None and rows[0]["job_id"] == 4
-
-
-def test_empty_job_writes_an_empty_file() -> None:
-    table = read_documents_table(documents_table([], _job(5)))
+def test_an_empty_group_writes_an_empty_file() -> None:
+    table = _read(documents_table([rows(5, 0)]))
     assert table.num_rows == 0 and table.schema == SCHEMA
-    assert read_documents_table([]).schema == SCHEMA
-
-
-def test_rerun_replaces_the_job_rows(tmp_path: Path) -> None:
-    _write(tmp_path, 1, 3)
-    _write(tmp_path, 2, 2)
-    _write(tmp_path, 1, 1)  # job 1 again, now with one document
-    table = read_documents_table(tmp_path)
-    assert sorted(zip(table["job_id"].to_pylist(), table["index"].to_pylist(), strict=True)) == [
-        (1, 0),
-        (2, 0),
-        (2, 1),
-    ]
+    assert read_table_files([]) == []
 
 
 def test_paths_buffers_and_files_all_read(tmp_path: Path) -> None:
-    _write(tmp_path, 1, 2)
-    path = tmp_path / KEYS.documents_table_part(1)
+    path = tmp_path / "part.parquet"
+    path.write_bytes(documents_table([rows(1, 2)]))
     data = path.read_bytes()
     with path.open("rb") as handle:
         tables = [
-            read_documents_table(path),
-            read_documents_table(str(path)),
-            read_documents_table(pa.py_buffer(data)),
-            read_documents_table(handle),
+            t for source in (path, str(path), pa.py_buffer(data), handle) for t, _ in read_table_files(source)
         ]
     assert all(t.equals(tables[0]) for t in tables)
 
@@ -124,13 +131,5 @@ def test_an_older_file_without_a_column_still_reads() -> None:
     old = pa.table({"job_id": pa.array([9], pa.int64()), "index": pa.array([0], pa.int32())})
     out = io.BytesIO()
     pq.write_table(old, out)
-    rows = read_documents_table(out.getvalue()).to_pylist()
-    assert rows[0]["job_id"] == 9 and rows[0]["counterparty"] is None
-
-
-def test_the_folder_reads_as_a_dataset(tmp_path: Path) -> None:
-    _write(tmp_path, 1, 2)
-    _write(tmp_path, 22, 1)
-    root = tmp_path / KEYS.documents_table
-    table = ds.dataset(root, format="parquet").to_table()
-    assert sorted(table["job_id"].to_pylist()) == [1, 1, 22]
+    got = _read(out.getvalue()).to_pylist()
+    assert got[0]["job_id"] == 9 and got[0]["counterparty"] is None and got[0]["written_at"] is None

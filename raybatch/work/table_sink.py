@@ -1,0 +1,134 @@
+"""TableSink: the documents table in the object store — a file per group write, compacted by size.
+
+``append`` writes the rows of a group of jobs (a writer call's jobs) as one new file; ``compact``
+rewrites the small and the superseded files into few, rolled by size, then deletes what they
+replace. The rules (layout, which rows are current, what compacts) are ``raybatch.steps.table_files``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+import pyarrow as pa
+
+from raybatch.classes import ClassesFile
+from raybatch.ids import OutputKeys
+from raybatch.models import JobStatus
+from raybatch.objects.port import ObjectStore
+from raybatch.steps.table import JobRows, documents_table, parquet_bytes, read_table_files
+from raybatch.steps.table_files import (
+    FileFacts,
+    current_rows,
+    current_writes,
+    file_facts,
+    file_metadata,
+    file_name,
+    piece_jobs,
+    plan_compaction,
+    roll,
+    written_jobs,
+)
+from raybatch.units import MIB
+
+PARQUET = "application/vnd.apache.parquet"
+GONE = frozenset({JobStatus.CANCELED})  # jobs whose outputs are removed: their rows go too
+STATUS_PAGE = 1000  # job ids asked about in one statement
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What one compaction did: the files it read and deleted, the files it wrote, the rows kept."""
+
+    merged: int
+    written: int
+    rows: int
+    files: int  # the table's files afterwards
+
+
+class TableSink:
+    """The documents table of one database in an object store."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        keys: OutputKeys,
+        *,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        classes: ClassesFile | None = None,
+    ) -> None:
+        self._store = store
+        self._keys = keys
+        self._classes = classes  # the table's columns (the default classes file when None)
+        self.now = now
+
+    def files(self) -> list[str]:
+        """The keys of the table's files, sorted."""
+        return [key for key in self._store.list(f"{self._keys.documents_table}/") if key.endswith(".parquet")]
+
+    def append(self, jobs: Sequence[JobRows]) -> str | None:
+        """Write a group of jobs' rows as one new file; its key (None for no jobs)."""
+        if not jobs:
+            return None
+        key = self._new_key(max(rows.provenance.written_at for rows in jobs))
+        data = documents_table(jobs, metadata=file_metadata(written_jobs(jobs)), classes=self._classes)
+        self._store.put(key, data, content_type=PARQUET)
+        return key
+
+    def compact(self, *, target_mb: float, gone: Callable[[list[int]], Collection[int]]) -> Compaction:
+        """Rewrite the small and unclean files into files of about ``target_mb``; ``gone`` says which
+        of the jobs named are no longer there (their rows are dropped)."""
+        target = int(target_mb * MIB)
+        facts = [file_facts(key, self._store.get(key)) for key in self.files()]
+        dropped = set(gone(sorted({job_id for fact in facts for job_id in fact.jobs})))
+        merge = plan_compaction(facts, target, dropped)
+        if not merge:
+            return Compaction(0, 0, 0, len(facts))
+        current = current_writes(facts)
+        written, rows = [], 0
+        for piece in roll(self._kept(merge, current, dropped), target):
+            written.append(self._put_piece(piece))
+            rows += piece.num_rows
+        for fact in merge:  # only once every replacement is in place
+            if fact.key not in written:
+                self._store.delete(fact.key)
+        return Compaction(len(merge), len(written), rows, len(facts) - len(merge) + len(written))
+
+    def _kept(
+        self, merge: Sequence[FileFacts], current: dict[int, tuple[datetime, str]], gone: Collection[int]
+    ) -> Iterator[pa.Table]:
+        for fact in merge:
+            [(table, _)] = read_table_files(self._store.get(fact.key), self._classes)
+            yield current_rows(table, fact.key, current, gone)
+
+    def _put_piece(self, piece: pa.Table) -> str:
+        key = self._new_key(self.now())
+        metadata = file_metadata(piece_jobs(piece))
+        self._store.put(key, parquet_bytes(piece.replace_schema_metadata(metadata)), content_type=PARQUET)
+        return key
+
+    def _new_key(self, written_at: datetime) -> str:
+        return f"{self._keys.documents_table}/{file_name(written_at, uuid.uuid4().hex[:12])}"
+
+
+class JobStatuses(Protocol):
+    """What finding the jobs gone asks of the state store."""
+
+    def job_statuses(self, job_ids: Iterable[int]) -> dict[int, JobStatus]:
+        """The status of each job found."""
+        ...
+
+
+def gone_jobs(state: JobStatuses) -> Callable[[list[int]], set[int]]:
+    """The jobs among those asked about that are canceled or no longer in the database."""
+
+    def gone(job_ids: list[int]) -> set[int]:
+        found: dict[int, JobStatus] = {}
+        for start in range(0, len(job_ids), STATUS_PAGE):
+            found.update(state.job_statuses(job_ids[start : start + STATUS_PAGE]))
+        return {job_id for job_id in job_ids if found.get(job_id, JobStatus.CANCELED) in GONE}
+
+    return gone
