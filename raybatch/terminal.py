@@ -26,13 +26,14 @@ if TYPE_CHECKING:
 
 
 class _PlainWhenPiped(RenderHook):
-    """Tables drawn without box lines when the output is not a terminal (a file, a pipe, a script)."""
+    """Tables drawn without box lines when the output is neither a terminal nor a notebook (a file, a
+    pipe, a script)."""
 
     def __init__(self, target: Console) -> None:
         self.target = target
 
     def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
-        if not self.target.is_terminal:
+        if not (self.target.is_terminal or self.target.is_jupyter):
             for renderable in renderables:
                 if isinstance(renderable, Table):
                     renderable.box = None
