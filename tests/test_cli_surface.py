@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -97,3 +98,13 @@ def test_estimate_shows_only_flags_that_change_an_estimate(capsys: pytest.Captur
         "--max-cost-usd",
     ):
         assert idle not in text
+
+
+def test_no_color_is_kept() -> None:
+    import os
+    import subprocess
+
+    probe = "from raybatch import terminal; print(terminal.console.no_color, terminal.errors.no_color)"
+    env = {**os.environ, "NO_COLOR": "1"}
+    shown = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert shown.stdout.split() == ["True", "True"]
