@@ -11,7 +11,7 @@ from raybatch.coordinator.identity import code_version, coordinator_identity
 from raybatch.settings import Settings, load_settings
 from raybatch.shells.runtime import coordinator_name
 
-KEY = "sk-ant-identity-test-3f9c1e"
+KEY = "fake-key-identity-test"
 DB_ID = "3f2a9c01b7d4e5f6a7b8"
 
 
@@ -38,7 +38,7 @@ def test_the_name_follows_the_database_id_not_its_url_and_never_shows_a_secret()
     [
         {"claude_model": "claude-haiku-4-5"},
         {"anthropic_base_url": "http://127.0.0.1:9999"},
-        {"anthropic_api_key": "sk-ant-another-key"},
+        {"anthropic_api_key": "fake-key-another"},
         {"batch_size": 50},
         {"batch_max_requests": 500},
         {"poll_interval": 30.0},

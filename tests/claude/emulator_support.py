@@ -19,7 +19,7 @@ from raybatch.claude.records import PreparedRequest
 from raybatch.settings import ClaudeSettings
 
 MODEL = "claude-sonnet-5-5"
-API_KEY = "sk-ant-test-key"
+API_KEY = "fake-anthropic-key-for-tests"
 SCHEMA = {
     "type": "object",
     "properties": {"pages": {"type": "array", "items": {"type": "integer"}}},

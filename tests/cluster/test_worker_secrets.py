@@ -13,7 +13,7 @@ from headnode import RayHead, ray_env
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 SECRETS = {
-    "ANTHROPIC_API_KEY": "sk-ant-test-3f9c1e-not-a-real-one",
+    "ANTHROPIC_API_KEY": "fake-anthropic-key-for-tests",
     "DATABASE_URL": "postgresql+psycopg://raybatch:pw-7a1c@db.invalid/raybatch",
     "MINIO_SECRET_KEY": "store-secret-5d2e",
 }
