@@ -100,7 +100,7 @@ def _record(job_id: int, doc: dict, pdf_key: str, group: str | None, extra: dict
         group_key=group,
         pdf_key=pdf_key,
         **extra,
-        **fields,
+        values=fields,
     )
 
 
