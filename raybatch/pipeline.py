@@ -25,19 +25,17 @@ import ray
 from pydantic import SecretStr
 from ray.exceptions import RayError, RayTaskError
 
-from raybatch.classes.settings import classes_of
+from raybatch.compaction import compact_table
 from raybatch.errors import RaybatchError
-from raybatch.ids import OutputKeys
 from raybatch.loops.driver import Driver, DriverParts, Progress
 from raybatch.loops.scheduler import SAVE_JOBS, SAVE_SECONDS, PrepareScheduler, cancel_task, failure_reason
 from raybatch.loops.writer_pool import WriterPool
 from raybatch.models import JobRecord, JobStatus, Priority
-from raybatch.objects import open_store
 from raybatch.outage import patient_state
 from raybatch.prepared import kept_requests
 from raybatch.register import Registrar, SourceIntake
 from raybatch.reuse import reopen_changed, settings_config
-from raybatch.settings import RequestSettings, Settings, StateSettings, StoreSettings
+from raybatch.settings import Settings, StateSettings, StoreSettings
 from raybatch.shells.runtime import connect, get_coordinator, retire_coordinator
 from raybatch.shells.tasks import RayInspector, RayPrepareTasks
 from raybatch.shells.writers import start_writer
@@ -48,7 +46,6 @@ from raybatch.steps.pack import megabytes
 from raybatch.stopping import stop_on_signals
 from raybatch.terminal import ProgressBars
 from raybatch.uploads import keep_out_of_uploads, local_paths
-from raybatch.work.table_sink import Compaction, TableSink, gone_jobs
 from raybatch.work.writer import WriteReport
 from raybatch.workload import Budget, Sizing, open_budget
 
@@ -140,17 +137,6 @@ def run(
 # For a service that hands over one bundle (a file, a folder, a list of paths) while a backlog runs:
 # ``run`` without a dashboard of its own; ``urgent=True`` sends the bundle ahead of every normal job.
 submit = functools.partial(run, dashboard=False)
-
-
-def compact_table(settings: Settings, state: StateStore, notice: Notice = log.info) -> Compaction:
-    """Compact the documents table: the run's small files into few, superseded rows dropped."""
-    store = open_store(settings.section(StoreSettings))
-    classes = classes_of(settings.section(RequestSettings))
-    sink = TableSink(store, OutputKeys(state.database_id()), classes=classes)
-    done = sink.compact(target_mb=settings.table_file_mb, gone=gone_jobs(state))
-    if done.merged:
-        notice(f"documents table: {done.merged} files compacted into {done.written}, {done.files} in all")
-    return done
 
 
 def _both(first: OnProgress, then: OnProgress | None) -> OnProgress:

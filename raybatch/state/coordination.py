@@ -2,13 +2,14 @@
 
 Several coordinators may share a database (two local runs each start their own Ray). Each one
 beats; the lead is a lease that one of them holds at a time, taken by a conditional UPDATE, so only
-it sweeps and polls. A synchronous call's chunks carry their coordinator's tag: the lead releases
+it sweeps and polls. The same table holds other named leases (one compaction of the documents table
+at a time). A synchronous call's chunks carry their coordinator's tag: the lead releases
 them only once that coordinator stopped beating.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
@@ -30,18 +31,32 @@ class CoordinationQueries(SqlBase):
             expires = now + timedelta(seconds=lease_seconds)
             insert = self._insert(coordinators).values(id=coordinator_id, started_at=now, expires_at=expires)
             conn.execute(insert.on_conflict_do_update(index_elements=["id"], set_={"expires_at": expires}))
-            conn.execute(
-                self._insert(coordinator_lead)
-                .values(name=_LEAD, holder=coordinator_id, expires_at=expires)
-                .on_conflict_do_nothing(index_elements=["name"])
-            )
-            free = sa.or_(coordinator_lead.c.holder == coordinator_id, coordinator_lead.c.expires_at <= now)
-            take = (
-                sa.update(coordinator_lead)
-                .where(coordinator_lead.c.name == _LEAD, free)
-                .values(holder=coordinator_id, expires_at=expires)
-            )
-            return conn.execute(take).rowcount == 1
+            return self._take(conn, _LEAD, coordinator_id, expires)
+
+    def take_lease(self, name: str, holder: str, lease_seconds: float) -> bool:
+        """Take or renew the named lease for ``lease_seconds``; False while another holder has it."""
+        with self._write() as conn:
+            return self._take(conn, name, holder, self._now() + timedelta(seconds=lease_seconds))
+
+    def give_up_lease(self, name: str, holder: str) -> None:
+        """Let the named lease go, if ``holder`` has it."""
+        with self._write() as conn:
+            held = sa.and_(coordinator_lead.c.name == name, coordinator_lead.c.holder == holder)
+            conn.execute(sa.delete(coordinator_lead).where(held))
+
+    def _take(self, conn: sa.Connection, name: str, holder: str, expires: datetime) -> bool:
+        conn.execute(
+            self._insert(coordinator_lead)
+            .values(name=name, holder=holder, expires_at=expires)
+            .on_conflict_do_nothing(index_elements=["name"])
+        )
+        free = sa.or_(coordinator_lead.c.holder == holder, coordinator_lead.c.expires_at <= self._now())
+        take = (
+            sa.update(coordinator_lead)
+            .where(coordinator_lead.c.name == name, free)
+            .values(holder=holder, expires_at=expires)
+        )
+        return conn.execute(take).rowcount == 1
 
     def retire(self, coordinator_id: str) -> None:
         """A coordinator that stops: its heartbeat and its lead are given up at once."""

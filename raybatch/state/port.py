@@ -543,6 +543,14 @@ class Coordinators(Protocol):
         """A coordinator that stops gives up its heartbeat and its lead."""
         ...
 
+    def take_lease(self, name: str, holder: str, lease_seconds: float) -> bool:
+        """Take or renew a named lease for ``lease_seconds``; False while another holder has it."""
+        ...
+
+    def give_up_lease(self, name: str, holder: str) -> None:
+        """Let a named lease go, if ``holder`` has it."""
+        ...
+
     def live_coordinators(self) -> list[str]:
         """The coordinators that beat within their lease, oldest first."""
         ...

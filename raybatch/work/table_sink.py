@@ -16,6 +16,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from raybatch.classes import ClassesFile
+from raybatch.errors import LeaseLost, ObjectNotFound
 from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
 from raybatch.objects.port import ObjectStore
@@ -78,24 +79,49 @@ class TableSink:
         self._store.put(key, data, content_type=PARQUET)
         return key
 
-    def compact(self, *, target_mb: float, gone: Callable[[list[int]], Collection[int]]) -> Compaction:
+    def compact(
+        self,
+        *,
+        target_mb: float,
+        gone: Callable[[list[int]], Collection[int]],
+        hold: Callable[[], bool] = lambda: True,
+    ) -> Compaction:
         """Rewrite the small and unclean files into files of about ``target_mb``; ``gone`` says which
-        of the jobs named are no longer there (their rows are dropped)."""
+        of the jobs named are no longer there (their rows are dropped). ``hold`` renews the caller's
+        right to compact (one compaction at a time); once it says no, the files written go again and
+        nothing is deleted: the table stays as it was."""
         target = int(target_mb * MIB)
-        facts = [file_facts(key, self._store.get(key)) for key in self.files()]
+        facts = [fact for fact in map(self._facts, self.files()) if fact is not None]
         dropped = set(gone(sorted({job_id for fact in facts for job_id in fact.jobs})))
         merge = plan_compaction(facts, target, dropped)
         if not merge:
             return Compaction(0, 0, 0, len(facts))
         current = current_writes(facts)
-        written, rows = [], 0
-        for piece in roll(self._kept(merge, current, dropped), target):
-            written.append(self._put_piece(piece))
-            rows += piece.num_rows
+        written: list[str] = []
+        rows = 0
+        try:
+            for piece in roll(self._kept(merge, current, dropped), target):
+                if not hold():
+                    raise LeaseLost("the documents table's compaction lease passed to another run")
+                written.append(self._put_piece(piece))
+                rows += piece.num_rows
+            if not hold():
+                raise LeaseLost("the documents table's compaction lease passed to another run")
+        except BaseException:
+            for key in written:  # a half compaction leaves no second copy of any row
+                self._store.delete(key)
+            raise
         for fact in merge:  # only once every replacement is in place
             if fact.key not in written:
                 self._store.delete(fact.key)
         return Compaction(len(merge), len(written), rows, len(facts) - len(merge) + len(written))
+
+    def _facts(self, key: str) -> FileFacts | None:
+        """A file's facts; None for a file gone since the listing (a compaction that ended)."""
+        try:
+            return file_facts(key, self._store.get(key))
+        except ObjectNotFound:
+            return None
 
     def _kept(
         self, merge: Sequence[FileFacts], current: dict[int, tuple[datetime, str]], gone: Collection[int]

@@ -15,7 +15,7 @@ from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.models import JobStatus
 from raybatch.pipeline import RunReport, run
 from raybatch.settings import Settings, StateSettings
-from raybatch.state import open_workload
+from raybatch.state import open_state, open_workload
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -80,3 +80,12 @@ def wait_for_holders(settings: Settings, count: int, timeout: float = 120) -> No
         wait_for(lambda: len(store.live_leases()) >= count, timeout, "the first run's workload units", 0.05)
     finally:
         store.close()
+
+
+def wait_for_a_job(settings: Settings, timeout: float = 120) -> None:
+    """Until the first run registered a job: it has sized its registration (alone) by then."""
+    state = open_state(settings.section(StateSettings))
+    try:
+        wait_for(lambda: sum(state.count_jobs().values()) > 0, timeout, "the first run's first job", 0.05)
+    finally:
+        state.close()

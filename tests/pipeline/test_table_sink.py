@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from table_engines import engine_counts
 
+from raybatch.errors import LeaseLost
 from raybatch.ids import OutputKeys
 from raybatch.models import DocumentRecord, JobRecord, JobStatus, SourceKind
 from raybatch.objects import LocalObjectStore
@@ -52,8 +53,10 @@ class Table:
         at = next(self.clock)
         self.sink.append([_rows(job_id, count, at) for job_id, count in group])
 
-    def compact(self, target_mb: float = 128, gone: frozenset[int] = frozenset()) -> None:
-        self.sink.compact(target_mb=target_mb, gone=lambda ids: gone & set(ids))
+    def compact(
+        self, target_mb: float = 128, gone: frozenset[int] = frozenset(), hold: Callable[[], bool] = lambda: True
+    ) -> None:
+        self.sink.compact(target_mb=target_mb, gone=lambda ids: gone & set(ids), hold=hold)
 
     def counts(self) -> dict[str, int]:
         """Rows as every engine reads the folder, and as raybatch reads it."""
@@ -120,6 +123,31 @@ def test_a_compaction_cut_off_before_its_deletes_is_finished_by_the_next(table: 
     table.compact()
     _exactly(table, 4)
     assert len(table.sink.files()) == 1
+
+
+def test_a_compaction_that_loses_its_lease_leaves_the_table_as_it_was(table: Table) -> None:
+    for job_id in range(1, 31):
+        table.write((job_id, 10))
+    before = table.sink.files()
+    answers = iter([True, True, False])  # another run took the table after two files were written
+    with pytest.raises(LeaseLost):
+        table.compact(target_mb=0.05, hold=lambda: next(answers))
+    assert table.sink.files() == before
+    _exactly(table, 300)
+
+
+def test_a_file_another_compaction_removed_after_the_listing_is_passed_over(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table.write((1, 2))
+    table.write((2, 2))
+    gone, kept = table.sink.files()
+    listed = [gone, kept]
+    table.store.delete(gone)
+    monkeypatch.setattr(table.sink, "files", lambda: listed)
+    table.compact()
+    monkeypatch.undo()
+    assert read_documents_table(table.folder).num_rows == 2
 
 
 def test_the_one_file_per_job_layout_is_compacted_away(table: Table) -> None:

@@ -37,6 +37,19 @@ def test_one_lead_at_a_time_and_it_passes_on(store: SqlStateStore, clock: FakeCl
     assert store.beat("a", 30) is True  # given up at once, no wait
 
 
+def test_a_named_lease_has_one_holder_and_leaves_the_lead_alone(store: SqlStateStore, clock: FakeClock) -> None:
+    assert store.take_lease("compact.documents", "run-1", 60) is True
+    assert store.take_lease("compact.documents", "run-2", 60) is False
+    assert store.beat("a", 30) is True  # a different name: the lead is not the compaction's lease
+    store.give_up_lease("compact.documents", "run-2")  # not its holder: nothing given up
+    assert store.take_lease("compact.documents", "run-2", 60) is False
+    store.give_up_lease("compact.documents", "run-1")
+    assert store.take_lease("compact.documents", "run-2", 60) is True
+    clock.advance(61)  # run-2 was killed mid-way: the lease ends by itself
+    assert store.take_lease("compact.documents", "run-3", 60) is True
+    assert store.take_lease("compact.documents", "run-2", 60) is False  # the late one cannot renew
+
+
 def test_sync_calls_are_released_only_once_their_coordinator_stopped(
     store: SqlStateStore, clock: FakeClock
 ) -> None:
