@@ -49,7 +49,7 @@ def test_runs_ending_together_compact_in_turn_and_every_row_stays_once(tmp_path:
         try:
             with closing(open_state(settings.section(StateSettings))) as state:
                 compact_table(settings, state)
-        except BaseException as exc:  # noqa: BLE001 - the test reports it
+        except BaseException as exc:  # the test reports it
             failures.append(exc)
 
     runs = [threading.Thread(target=end_of_a_run) for _ in range(4)]

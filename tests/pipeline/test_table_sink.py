@@ -54,7 +54,10 @@ class Table:
         self.sink.append([_rows(job_id, count, at) for job_id, count in group])
 
     def compact(
-        self, target_mb: float = 128, gone: frozenset[int] = frozenset(), hold: Callable[[], bool] = lambda: True
+        self,
+        target_mb: float = 128,
+        gone: frozenset[int] = frozenset(),
+        hold: Callable[[], bool] = lambda: True,
     ) -> None:
         self.sink.compact(target_mb=target_mb, gone=lambda ids: gone & set(ids), hold=hold)
 

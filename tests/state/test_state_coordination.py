@@ -37,7 +37,9 @@ def test_one_lead_at_a_time_and_it_passes_on(store: SqlStateStore, clock: FakeCl
     assert store.beat("a", 30) is True  # given up at once, no wait
 
 
-def test_a_named_lease_has_one_holder_and_leaves_the_lead_alone(store: SqlStateStore, clock: FakeClock) -> None:
+def test_a_named_lease_has_one_holder_and_leaves_the_lead_alone(
+    store: SqlStateStore, clock: FakeClock
+) -> None:
     assert store.take_lease("compact.documents", "run-1", 60) is True
     assert store.take_lease("compact.documents", "run-2", 60) is False
     assert store.beat("a", 30) is True  # a different name: the lead is not the compaction's lease
