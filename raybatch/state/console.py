@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -137,7 +138,9 @@ def _document_conditions(query: DocumentQuery) -> list[sa.ColumnElement[bool]]:
         conditions.append(document_rows.c.group_key == query.group_key)
     if query.text:  # the whole of the values (any field of any classes file) and the other fields
         searched = (sa.cast(document_rows.c.field_values, sa.Text), sa.cast(document_rows.c.fields, sa.Text))
-        conditions.append(sa.or_(*(contains(column, query.text) for column in searched)))
+        # SQLite keeps JSON as text with non-ASCII escaped (\u0441...): the escaped spelling is sought too.
+        spellings = {query.text, json.dumps(query.text)[1:-1]}
+        conditions.append(sa.or_(*(contains(c, text) for c in searched for text in spellings)))
     date = document_rows.c.field_values["date"].as_string()
     if query.date_from:
         conditions.append(date >= query.date_from)

@@ -39,7 +39,7 @@ def test_documents_page_by_query_and_keyset(store: SqlStateStore) -> None:
             values={"counterparty": p, "date": d},
         )
         for i, (t, p, d) in enumerate(
-            [("invoice", "Acme", "2026-01-02"), ("act", "Globex", "2026-02-03"), ("invoice", "Initech", None)]
+            [("invoice", "Acme", "2026-01-02"), ("act", "Globex", "2026-02-03"), ("invoice", "Ромашка", None)]
         )
     ]
     store.upsert_documents(job, docs)
@@ -52,6 +52,7 @@ def test_documents_page_by_query_and_keyset(store: SqlStateStore) -> None:
         f.document.index for f in store.page_documents(DocumentQuery(doc_type="invoice", text="acm"))
     ] == [0]
     assert [f.document.index for f in store.page_documents(DocumentQuery(date_from="2026-02"))] == [1]
+    assert [f.document.index for f in store.page_documents(DocumentQuery(text="Ромашка"))] == [2]  # not ASCII
     assert store.document_classes() == ["act", "invoice"]
     assert store.get_document(job, 1).counterparty == "Globex"
 
