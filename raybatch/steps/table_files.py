@@ -47,6 +47,7 @@ class FileFacts:
     size: int
     jobs: Mapping[int, datetime]
     legacy: bool = False  # written before this layout (one file per job, no metadata)
+    schema: pa.Schema | None = None  # its columns (those of the classes file it was written under)
 
 
 def file_name(written_at: datetime, token: str) -> str:
@@ -68,11 +69,27 @@ def written_jobs(jobs: Sequence[JobRows]) -> dict[int, datetime]:
 def file_facts(key: str, data: bytes) -> FileFacts:
     """The facts of one file, from its footer (a file without ours: from its rows' job ids)."""
     parquet = pq.ParquetFile(pa.BufferReader(data))
-    jobs = _named_jobs(parquet.schema_arrow.metadata or {})
+    schema = parquet.schema_arrow
+    jobs = _named_jobs(schema.metadata or {})
     if jobs is not None:
-        return FileFacts(key, len(data), jobs)
+        return FileFacts(key, len(data), jobs, schema=schema.remove_metadata())
     job_ids = parquet.read(columns=["job_id"]).column("job_id").to_pylist()
-    return FileFacts(key, len(data), dict.fromkeys(job_ids, OLDEST), legacy=True)
+    return FileFacts(
+        key, len(data), dict.fromkeys(job_ids, OLDEST), legacy=True, schema=schema.remove_metadata()
+    )
+
+
+def widened(schema: pa.Schema, facts: Iterable[FileFacts]) -> pa.Schema:
+    """``schema`` and, after it, every column the files hold that it lacks: a compaction under one
+    classes file keeps the field columns of the files written under another."""
+    fields = list(schema)
+    names = set(schema.names)
+    for fact in facts:
+        for column in fact.schema or ():
+            if column.name not in names:
+                fields.append(column)
+                names.add(column.name)
+    return pa.schema(fields)
 
 
 def current_writes(facts: Iterable[FileFacts]) -> dict[int, tuple[datetime, str]]:

@@ -14,13 +14,14 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from raybatch.classes import ClassesFile
 from raybatch.errors import LeaseLost, ObjectNotFound
 from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
 from raybatch.objects.port import ObjectStore
-from raybatch.steps.table import JobRows, documents_table, parquet_bytes, read_table_files
+from raybatch.steps.table import JobRows, conform, documents_table, parquet_bytes, table_schema
 from raybatch.steps.table_files import (
     FileFacts,
     current_rows,
@@ -31,6 +32,7 @@ from raybatch.steps.table_files import (
     piece_jobs,
     plan_compaction,
     roll,
+    widened,
     written_jobs,
 )
 from raybatch.units import MIB
@@ -97,10 +99,11 @@ class TableSink:
         if not merge:
             return Compaction(0, 0, 0, len(facts))
         current = current_writes(facts)
+        schema = widened(table_schema(self._classes), merge)
         written: list[str] = []
         rows = 0
         try:
-            for piece in roll(self._kept(merge, current, dropped), target):
+            for piece in roll(self._kept(merge, current, dropped, schema), target):
                 if not hold():
                     raise LeaseLost("the documents table's compaction lease passed to another run")
                 written.append(self._put_piece(piece))
@@ -124,11 +127,15 @@ class TableSink:
             return None
 
     def _kept(
-        self, merge: Sequence[FileFacts], current: dict[int, tuple[datetime, str]], gone: Collection[int]
+        self,
+        merge: Sequence[FileFacts],
+        current: dict[int, tuple[datetime, str]],
+        gone: Collection[int],
+        schema: pa.Schema,
     ) -> Iterator[pa.Table]:
         for fact in merge:
-            [(table, _)] = read_table_files(self._store.get(fact.key), self._classes)
-            yield current_rows(table, fact.key, current, gone)
+            table = pq.ParquetFile(pa.BufferReader(self._store.get(fact.key))).read()
+            yield current_rows(conform(table, schema), fact.key, current, gone)
 
     def _put_piece(self, piece: pa.Table) -> str:
         key = self._new_key(self.now())

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from table_engines import engine_counts
 
+from raybatch.classes.load import parse_classes, shipped_text
 from raybatch.errors import LeaseLost
 from raybatch.ids import OutputKeys
 from raybatch.models import DocumentRecord, JobRecord, JobStatus, SourceKind
@@ -151,6 +153,22 @@ def test_a_file_another_compaction_removed_after_the_listing_is_passed_over(
     table.compact()
     monkeypatch.undo()
     assert read_documents_table(table.folder).num_rows == 2
+
+
+def test_a_compaction_under_another_classes_file_keeps_the_first_files_columns(table: Table) -> None:
+    logistics = parse_classes(shipped_text("logistics"))
+    shipped = TableSink(table.store, KEYS, now=lambda: next(table.clock), classes=logistics)
+    bill = _rows(1, 1, next(table.clock))
+    bill.documents[0] = replace(bill.documents[0], doc_type="bill_of_lading", values={"bl_number": "MSKU-1"})
+    shipped.append([bill])
+    table.write((2, 1))  # under the default classes file
+    table.compact()  # under the default one too
+    [key] = table.sink.files()
+    rows = pq.read_table(table.root / key).to_pylist()
+    assert [(r["job_id"], r["bill_of_lading_bl_number"], r["title"]) for r in rows] == [
+        (1, "MSKU-1", None),
+        (2, None, "doc 0"),
+    ]
 
 
 def test_the_one_file_per_job_layout_is_compacted_away(table: Table) -> None:
