@@ -5,37 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from writing import write_answered
+
 from raybatch.claude.emulator.rules import answer_from_truth
 from raybatch.ids import custom_id
 from raybatch.models import ChunkRecord, ChunkStatus, JobStatus
-from raybatch.objects import MemoryObjectStore
 from raybatch.register import Registrar
 from raybatch.samples import write_samples
-from raybatch.settings import ClaudeSettings, PrepareSettings, StoreSettings
+from raybatch.settings import StoreSettings
 from raybatch.sources import list_sources
 from raybatch.state import SqlStateStore
 from raybatch.steps.chunk import plan_chunks
-from raybatch.work.writer import ResultWriter
-
-
-def write(state: SqlStateStore, job_id: int) -> JobStatus:
-    """Claim the answered job and write it, as a writer actor would."""
-    [lease] = state.claim_jobs(
-        worker_id="w",
-        from_statuses=[JobStatus.ANSWERED],
-        to_status=JobStatus.WRITING,
-        lease_seconds=60,
-        limit=1,
-        job_ids=[job_id],
-    )
-    writer = ResultWriter(
-        state,
-        MemoryObjectStore(),
-        sources=StoreSettings(),
-        prepare=PrepareSettings(),
-        claude=ClaudeSettings(),
-    )
-    return writer.write(lease).status
 
 
 def answer(state: SqlStateStore, job_id: int, bundle: dict) -> None:
@@ -66,7 +46,7 @@ def test_a_moved_file_is_read_from_where_it_is_now(tmp_path: Path, state: SqlSta
     answer(state, first.job.id, bundle)
     (inbox / bundle["file"]).rename(archive / "renamed.pdf")  # moved before it was written
 
-    assert write(state, first.job.id) is JobStatus.FAILED
+    assert write_answered(state, first.job.id).status is JobStatus.FAILED
     failed = state.get_job(first.job.id)
     assert (failed.error_message or "").startswith("unreadable: ")
 
@@ -75,5 +55,5 @@ def test_a_moved_file_is_read_from_where_it_is_now(tmp_path: Path, state: SqlSta
     assert job.id == failed.id and not again.created
     assert (job.status, job.source_uri) == (JobStatus.PENDING, (archive / "renamed.pdf").as_uri())
     state.transition(job.id, [JobStatus.PENDING], JobStatus.ANSWERED)  # its answers are kept
-    assert write(state, job.id) is JobStatus.COMPLETED
+    assert write_answered(state, job.id).status is JobStatus.COMPLETED
     assert {d.job_id for d in state.list_documents()} == {job.id}

@@ -8,14 +8,12 @@ from typing import Any
 
 import pytest
 from driver_support import pending_job
+from writing import write_answered
 
 from raybatch.ids import custom_id
 from raybatch.models import ChunkRecord, ChunkStatus, JobStatus
-from raybatch.objects import MemoryObjectStore
-from raybatch.settings import ClaudeSettings, PrepareSettings, StoreSettings
 from raybatch.state import SqlStateStore
 from raybatch.work import writer as writer_module
-from raybatch.work.writer import ResultWriter
 
 
 def _stitch_fails(*_: Any) -> Any:
@@ -33,22 +31,7 @@ def test_a_foreign_exception_fails_the_job_at_once_naming_the_file(
         state.save_chunks(job_id, [record])
     else:
         monkeypatch.setattr(writer_module, "stitch", _stitch_fails)
-    [lease] = state.claim_jobs(
-        worker_id="w",
-        from_statuses=[JobStatus.ANSWERED],
-        to_status=JobStatus.WRITING,
-        lease_seconds=60,
-        limit=1,
-        job_ids=[job_id],
-    )
-    writer = ResultWriter(
-        state,
-        MemoryObjectStore(),
-        sources=StoreSettings(),
-        prepare=PrepareSettings(),
-        claude=ClaudeSettings(),
-    )
-    report = writer.write(lease)  # returns: an exception out of it would read as a dead writer
+    report = write_answered(state, job_id)  # returns: an exception out of it would read as a dead writer
     assert report.status is JobStatus.FAILED
     job = state.get_job(job_id)
     assert (job.status, job.error_class, job.attempts) == (JobStatus.FAILED, cause, 1)
