@@ -6,8 +6,9 @@ and not a local file, because the store outlives the coordinator's node and a re
 may run on another one. An entry holds the answer and the tag it was sent under, nothing secret.
 
 Filing an entry is idempotent: it goes through the filer, whose UPDATE touches only a chunk still
-SUBMITTED under that tag, so a chunk already answered is never filed twice. The lead files the spool
-before it releases any synchronous call, so no spooled chunk is ever sent to Claude again.
+SUBMITTED under that tag, so a chunk already answered is never filed twice. Every coordinator files
+the spool at start, and the lead before it releases any synchronous call, so no spooled chunk is
+ever sent to Claude again.
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ Each answer is saved to the database as it arrives, before the call's other answ
 jobs are settled: a coordinator killed after that loses nothing. An answer whose saving failed (the
 database away) is written to the spool (``spool``: the object store) at once, kept in memory and
 filed on the next pass, its chunk marked live meanwhile, so no sweep sends it again (it is paid); a
-coordinator killed before that pass leaves it in the spool, which the lead files before it releases
-any call. Rejected credentials partway through keep the answers already returned: only the requests
-left unanswered are released, and their jobs failed. Anything a call could not finish is released:
-its chunks go back to prepared, to be sent again.
+coordinator killed before that pass leaves it in the spool, which every coordinator files at start
+and the lead before it releases any call. Rejected credentials partway through keep the answers
+already returned: only the requests left unanswered are released, and their jobs failed. Anything a
+call could not finish is released: its chunks go back to prepared, to be sent again.
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ class SyncCalls:
         self._on_parked = on_parked
         self._spool = spool  # None: an answer the database refused waits in memory only
         self._spooled: set[str] = set()  # custom_ids this coordinator wrote to the spool, not yet dropped
+        self._spool_read = spool is None  # the spool was filed once since this coordinator started
         self.live: set[str] = set()  # custom_ids sent or answered but not filed yet
         self.tasks: set[asyncio.Task[None]] = set()
         self._unfiled: list[_Answers] = []
@@ -90,7 +91,15 @@ class SyncCalls:
         task.add_done_callback(self._done)
 
     async def file_pending(self) -> None:
-        """File answers kept because filing failed before; stops at the first failure."""
+        """File answers kept because filing failed before (the spool too, once, at start: a
+        restarted coordinator that does not lead files its own); stops at the first failure."""
+        if not self._spool_read:
+            try:
+                await self.file_spooled()
+            except Exception as exc:  # the store or the database: the next pass tries again
+                log.warning("filing the answer spool failed, will try again: %s", exc)
+            else:
+                self._spool_read = True
         async with self._filing:
             while self._unfiled:
                 answers = self._unfiled[0]

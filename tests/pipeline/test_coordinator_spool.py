@@ -127,3 +127,17 @@ async def test_nothing_is_released_while_the_spool_cannot_be_read(
     await coord.stop()
     assert state.get_job(job.job_id).status is JobStatus.ANSWERED
     assert sum(emulator.app.answers().values()) == paid
+
+
+@pytest.mark.anyio
+async def test_a_coordinator_that_does_not_lead_files_the_spool_at_start(
+    emulator: EmulatorServer, state: SqlStateStore
+) -> None:
+    spool = AnswerSpool(MemoryObjectStore(), OutputKeys(state.database_id()))
+    job = _sent_and_spooled(emulator, state, spool)
+    assert state.beat("another-coordinator", 3600.0)  # it leads: it sweeps, this one does not
+    coord = _coordinator(emulator, state, spool, FakeClock())
+    await coord.step()
+    await coord.stop()
+    assert state.get_job(job.job_id).status is JobStatus.ANSWERED
+    assert spool.read() == []
