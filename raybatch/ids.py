@@ -130,6 +130,15 @@ class OutputKeys:
         return f"{self.job_prefix(job_id)}/source"
 
     @property
+    def spool(self) -> str:
+        """The listing prefix of the answers the coordinator could not file while the database was away."""
+        return f"{self.root}/spool/"
+
+    def spooled_answer(self, job_id: int, n: int) -> str:
+        """Key of the answer to chunk ``n`` of a job, kept until the database files it."""
+        return f"{self.spool}{custom_id(job_id, n)}.json"
+
+    @property
     def documents_table(self) -> str:
         """Prefix of this database's Parquet table of documents (``raybatch.steps.table_files``)."""
         return f"{self.root}/tables/documents"

@@ -408,9 +408,12 @@ class Settings(
         )
 
     def for_coordinator(self) -> CoordinatorActorSettings:
-        """What the coordinator is sent: Claude and the database, no store secret."""
-        claude, state = self.section(ClaudeSettings), self.section(StateSettings)
-        return CoordinatorActorSettings(claude=claude, state=state)
+        """What the coordinator is sent: Claude, the database, and the store for its answer spool."""
+        return CoordinatorActorSettings(
+            claude=self.section(ClaudeSettings),
+            state=self.section(StateSettings),
+            store=self.section(StoreSettings),
+        )
 
     @property
     def uses_emulator(self) -> bool:
@@ -452,10 +455,12 @@ class WriterActorSettings(_Section):
 
 
 class CoordinatorActorSettings(_Section):
-    """The coordinator's settings: Claude (with its key) and the database."""
+    """The coordinator's settings: Claude (with its key), the database, and the store it spools
+    answers to while the database is away (it parses no source file)."""
 
     claude: ClaudeSettings
     state: StateSettings
+    store: StoreSettings
 
 
 def secret_env_names(environ: Mapping[str, str]) -> list[str]:

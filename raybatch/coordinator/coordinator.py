@@ -16,8 +16,8 @@ driver called for COORDINATOR_IDLE_SECONDS, holding no offer and no call, says i
 
 This class composes the parts, each in its own module: the offered jobs (``offers``), the submit
 phase (``submit``, creating batches through ``batch_create``), the synchronous calls
-(``sync_calls``), the poll phase (``batch_poll``, filing through ``filer``) and the lease and
-sweep (``recovery``).
+(``sync_calls``, keeping the answers the database refuses in ``spool``), the poll phase
+(``batch_poll``, filing through ``filer``) and the lease and sweep (``recovery``).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from raybatch.coordinator.batch_poll import BatchPolls
 from raybatch.coordinator.filer import ResultFiler
 from raybatch.coordinator.offers import Offer, Offers
 from raybatch.coordinator.recovery import Recovery, guarded
+from raybatch.coordinator.spool import AnswerSpool
 from raybatch.coordinator.submit import Submitter
 from raybatch.coordinator.sync_calls import SYNC_BATCH, SyncCalls
 from raybatch.errors import TransientError
@@ -90,6 +91,7 @@ class BatchCoordinator:
         autostart: bool = True,
         coordinator_id: str | None = None,
         on_idle: Callable[[], None] | None = None,
+        spool: AnswerSpool | None = None,
     ) -> None:
         self.id = coordinator_id or uuid.uuid4().hex[:16]
         self._on_idle = on_idle  # called once no driver called for a while and nothing is held
@@ -121,6 +123,7 @@ class BatchCoordinator:
             on_parked=self._offers.park,
             tag=sync_tag(self.id),
             call_io=self._on(self._calls_pool),
+            spool=spool,
         )
         self._polls = BatchPolls(
             state,

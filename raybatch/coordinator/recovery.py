@@ -107,7 +107,9 @@ class Recovery:
 
     async def _release_unheld(self) -> None:
         """Sync calls no task runs any more (this coordinator's, or any of one that stopped beating)
-        go back to prepared; chunks of batches no longer in flight go again."""
+        go back to prepared, once the spooled answers are filed; chunks of batches no longer in
+        flight go again."""
+        await self._sync.file_spooled()  # first: a spooled answer's chunk is paid, never sent again
         tag = self._sync.tag
         cut_short = sorted(set(await self._io(self._state.submitted_chunk_ids, tag)) - self._sync.live)
         if cut_short:

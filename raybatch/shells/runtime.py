@@ -18,8 +18,11 @@ import ray
 
 from raybatch.coordinator.coordinator import BatchCoordinator
 from raybatch.coordinator.identity import code_version, coordinator_identity
+from raybatch.coordinator.spool import AnswerSpool
+from raybatch.ids import OutputKeys
 from raybatch.metrics import Metrics
 from raybatch.models import ProcessingMode
+from raybatch.objects import open_store
 from raybatch.settings import (
     ClaudeSettings,
     CoordinatorActorSettings,
@@ -119,8 +122,11 @@ class CoordinatorActor:
     it exits by itself once no driver called for COORDINATOR_IDLE_SECONDS and it holds no work.
     """
 
-    def __init__(self, settings: CoordinatorActorSettings) -> None:
+    def __init__(self, settings: CoordinatorActorSettings, database_id: str) -> None:
         state = open_state(settings.state)
+        # The database's id comes from the driver: a coordinator restarted while the database is
+        # away still knows where its spooled answers are.
+        spool = AnswerSpool(open_store(settings.store), OutputKeys(database_id))
         self._coordinator = BatchCoordinator(
             settings.claude,
             state,
@@ -129,6 +135,7 @@ class CoordinatorActor:
             # The actor's id survives its restarts: a restarted coordinator keeps its lead and its calls.
             coordinator_id=ray.get_runtime_context().get_actor_id(),
             on_idle=ray.actor.exit_actor,
+            spool=spool,
         )
 
     async def offer_all(self, offers: list[tuple[int, dict[int, Any], ProcessingMode, int]]) -> None:
@@ -167,8 +174,9 @@ def _database_id(state: StateSettings) -> str:
 def get_coordinator(settings: Settings, database_id: str | None = None) -> Any:
     """The named coordinator for this database, settings and code, created (detached, from the
     coordinator's own settings sections) if it is not running."""
+    known = database_id or _database_id(settings.section(StateSettings))
     actor = ray.remote(CoordinatorActor).options(
-        name=coordinator_name(settings, database_id),
+        name=coordinator_name(settings, known),
         namespace=settings.ray_namespace,
         lifetime="detached",
         get_if_exists=True,
@@ -177,7 +185,7 @@ def get_coordinator(settings: Settings, database_id: str | None = None) -> Any:
         max_concurrency=64,
         num_cpus=0,
     )
-    return actor.remote(settings.for_coordinator())
+    return actor.remote(settings.for_coordinator(), known)
 
 
 def retire_coordinator(settings: Settings, database_id: str | None = None) -> None:

@@ -1,6 +1,7 @@
 """Paid synchronous answers are never dropped: not when the credentials are rejected partway
 through the calls, not when the coordinator is killed (SIGKILL of its process) while the database
-is away after the answers came back."""
+is away after the answers came back, nor when it went away before they came back (the answers are
+then in the spool only)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import signal
 import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +22,11 @@ from fault_support import FlakyState, assert_ledger, claude, coordinator
 from raybatch.claude.emulator import EmulatorServer
 from raybatch.claude.sync_client import AnthropicMessageClient
 from raybatch.coordinator.coordinator import BatchCoordinator
+from raybatch.coordinator.spool import AnswerSpool
 from raybatch.errors import DatabaseUnavailable
+from raybatch.ids import OutputKeys
 from raybatch.models import ChunkStatus, JobStatus
+from raybatch.objects import LocalObjectStore
 from raybatch.state import SqlStateStore
 from raybatch.state.base import utc_now
 
@@ -129,3 +134,96 @@ def test_a_coordinator_killed_with_unfiled_sync_answers_loses_none(
 
     asyncio.run(take_over())
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
+
+
+# What a coordinator asks the database during a synchronous call and its passes.
+_COORDINATOR_CALLS = (
+    "file_result",
+    "get_chunks",
+    "transition",
+    "fail_job",
+    "set_progress",
+    "chunk_progress",
+    "release_chunks",
+    "beat",
+    "is_paused",
+    "glance_jobs",
+    "submitted_chunk_ids",
+    "release_orphaned_sync_chunks",
+)
+
+
+def _spool(root: Path, database_id: str) -> AnswerSpool:
+    return AnswerSpool(LocalObjectStore(root), OutputKeys(database_id))
+
+
+def _coordinate_while_the_database_is_away(
+    db: str, url: str, spool_at: tuple[Path, str], job: PreparedJob, answered: Any
+) -> None:
+    """A coordinator process: the database goes away once its calls are sent, before any answer."""
+    flaky = FlakyState(SqlStateStore.from_url(db))
+    outage = {"on": False}
+    for name in _COORDINATOR_CALLS:
+        flaky.fail[name] = 10**9
+        flaky.when[name] = lambda *_, **__: outage["on"]
+    messages = AnthropicMessageClient(claude(url))
+    send = messages.send
+
+    def outage_then_send(*args: Any, **kwargs: Any) -> Any:
+        outage["on"] = True  # the chunks are marked sent; no answer can be filed
+        outcome = send(*args, **kwargs)
+        answered.set()
+        return outcome
+
+    messages.send = outage_then_send  # type: ignore[method-assign]
+    coord = BatchCoordinator(
+        claude(url), flaky, autostart=False, messages=messages, sleep=lambda _: None, spool=_spool(*spool_at)
+    )
+
+    async def go() -> None:
+        await offer(coord, job, mode="sync")
+        await coord.flush()
+        while True:  # until killed
+            with contextlib.suppress(DatabaseUnavailable):
+                await coord.step()
+            await asyncio.sleep(0.05)
+
+    asyncio.run(go())
+
+
+def test_a_coordinator_killed_with_sync_answers_the_database_never_took_loses_none(
+    emulator: EmulatorServer, state: SqlStateStore, db: str, tmp_path: Path
+) -> None:
+    job = prepared_job(state, bundle_texts(0), name="urgent", mode="sync")
+    spool_at = (tmp_path / "store", state.database_id())
+    answered = FORK.Event()
+    child = FORK.Process(
+        target=_coordinate_while_the_database_is_away, args=(db, emulator.base_url, spool_at, job, answered)
+    )
+    child.start()
+    try:
+        assert answered.wait(120), "the calls were not answered"
+        time.sleep(0.5)  # a few passes fail on the database meanwhile
+    finally:
+        os.kill(child.pid or 0, signal.SIGKILL)
+        child.join(30)
+    assert child.exitcode == -signal.SIGKILL
+    assert sum(emulator.app.answers().values()) == len(job.chunks)
+    statuses = {c.status for c in state.get_chunks(job.job_id)}
+    assert statuses == {ChunkStatus.SUBMITTED}, "the answers reached the database: nothing was unfiled"
+
+    # The database is back; the coordinator that takes over sees the killed one's beat lapse.
+    later = SqlStateStore.from_url(db, now=lambda: utc_now() + timedelta(hours=1))
+    spool = _spool(*spool_at)
+    coord = BatchCoordinator(claude(emulator), later, autostart=False, sleep=lambda _: None, spool=spool)
+
+    async def take_over() -> None:
+        await offer(coord, job, mode="sync")
+        await coord.flush()
+        await run_until(coord, later, [job.job_id])
+        await coord.stop()
+
+    asyncio.run(take_over())
+    assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
+    assert sum(emulator.app.answers().values()) == len(job.chunks), "a spooled chunk was asked again"
+    assert spool.read() == [], "the spool keeps answers already filed"
