@@ -30,6 +30,7 @@ from raybatch.models import (
 )
 from raybatch.state.base import RELEASED_LEASE, SqlBase, in_groups
 from raybatch.state.chunks import TOKENS
+from raybatch.state.console import like_literal
 from raybatch.state.rows import document_record, document_values
 from raybatch.state.schema import chunks as chunk_rows
 from raybatch.state.schema import corrections, document_versions, replaced_answers
@@ -129,15 +130,46 @@ class ReviewQueries(SqlBase):
                     found[index] = max(found.get(index, 0), int(version))
         return found
 
-    def documents_in_review(self, states: Sequence[str]) -> list[DocumentRecord]:
-        """Current documents whose review state is one of ``states``, in (job, index) order."""
-        query = (
-            sa.select(document_rows)
-            .where(document_rows.c.review.in_(list(states)))
-            .order_by(document_rows.c.job_id, document_rows.c.doc_index)
-        )
+    def documents_in_review(
+        self,
+        states: Sequence[str],
+        *,
+        doc_type: str | None = None,
+        reason: str | None = None,
+        after: tuple[int, int] | None = None,
+        before: tuple[int, int] | None = None,
+        limit: int | None = None,
+    ) -> list[DocumentRecord]:
+        """Current documents whose review state is one of ``states`` (of class ``doc_type``, with a
+        reason of code ``reason``), in (job, index) order after the (job, index) ``after``; with
+        ``before``, those before it, the nearest first. At most ``limit`` (None: all)."""
+        where = _in_review(states, doc_type, reason)
+        key = (document_rows.c.job_id, document_rows.c.doc_index)
+        if after is not None:
+            where.append(_beyond(after, ascending=True))
+        if before is not None:
+            where.append(_beyond(before, ascending=False))
+        order = [column.desc() for column in key] if before is not None else list(key)
+        query = sa.select(document_rows).where(*where).order_by(*order).limit(limit)
         with self._read() as conn:
             return [document_record(row) for row in conn.execute(query)]
+
+    def count_in_review(
+        self,
+        states: Sequence[str],
+        *,
+        doc_type: str | None = None,
+        reason: str | None = None,
+        after: tuple[int, int] | None = None,
+    ) -> int:
+        """How many documents ``documents_in_review`` would give (counted, none loaded)."""
+        where = _in_review(states, doc_type, reason)
+        if after is not None:
+            where.append(_beyond(after, ascending=True))
+        with self._read() as conn:
+            return int(
+                conn.execute(sa.select(sa.func.count()).select_from(document_rows).where(*where)).scalar_one()
+            )
 
     def review_totals(self, job_ids: Sequence[int] | None = None) -> dict[str, int]:
         """Current documents by review state (every state, zeros included), of ``job_ids`` or all."""
@@ -262,6 +294,28 @@ def _keep_usage(chosen: sa.ColumnElement[bool], now: datetime) -> sa.Insert:
     stamp = sa.literal(now, replaced_answers.c.created_at.type).label("created_at")
     rows = sa.select(*(c[name] for name in kept), stamp).where(chosen, paid)
     return sa.insert(replaced_answers).from_select([*kept, "created_at"], rows)
+
+
+def _in_review(
+    states: Sequence[str], doc_type: str | None, reason: str | None
+) -> list[sa.ColumnElement[bool]]:
+    """Documents in one of ``states``, of a class and with a reason code when given. A reason is
+    ``code: detail`` (``review.confidence.reason_code``): in the JSON list, an item starting ``"code:``."""
+    where: list[sa.ColumnElement[bool]] = [document_rows.c.review.in_(list(states))]
+    if doc_type is not None:
+        where.append(document_rows.c.doc_type == doc_type)
+    if reason is not None:
+        reasons = sa.func.lower(sa.cast(document_rows.c.review_reasons, sa.Text))
+        where.append(reasons.like(f'%"{like_literal(reason.strip().lower())}:%', escape="\\"))
+    return where
+
+
+def _beyond(position: tuple[int, int], *, ascending: bool) -> sa.ColumnElement[bool]:
+    """Documents after (or before) the (job, index) ``position`` in (job, index) order."""
+    job, index = document_rows.c.job_id, document_rows.c.doc_index
+    if ascending:
+        return sa.or_(job > position[0], sa.and_(job == position[0], index > position[1]))
+    return sa.or_(job < position[0], sa.and_(job == position[0], index < position[1]))
 
 
 def _check_versions(

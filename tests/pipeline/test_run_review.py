@@ -140,7 +140,7 @@ def test_a_doubting_run_is_reviewed_through_the_cli(
     state = open_state(settings.section(StateSettings))
     store = LocalObjectStore(settings.store)
     code, text = cli(settings, "review", "list", "--json", capsys=capsys)
-    queue = json.loads(text)
+    queue = json.loads(text)["documents"]
     assert code == 0 and queue and all(entry["review"] == "pending" for entry in queue)
     done = Corrected(model_spans={(d.first_page, d.last_page) for d in state.list_documents(job)})
     correct_structure(settings, state, job, truth["bundles"][0], capsys, done)
