@@ -133,7 +133,7 @@ class ReviewDesk:
         """A page of the documents waiting for a person, in (job, index) order after ``after``; of
         one class, or with one reason code. Its ``next`` is where the following page starts."""
         if limit < 1:
-            raise ConfigError(f"--limit {limit}: give at least 1")
+            raise ConfigError(f"a page of the review queue holds at least one document, not {limit}")
         start = (after.job_id, after.index) if after else None
         found = self.state.documents_in_review(
             _PENDING, doc_type=doc_type, reason=reason, after=start, limit=limit
