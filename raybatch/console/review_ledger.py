@@ -39,8 +39,8 @@ class LedgerReviewPort:
         return pending_of(found) if found else None
 
     def previous_pending(self, before: DocumentKey) -> PendingDocument | None:
-        earlier = [d for d in self.desk.pending() if (d.job_id, d.index) < (before.job_id, before.index)]
-        return pending_of(earlier[-1]) if earlier else None
+        found = self.desk.previous_pending(DocRef(before.job_id, before.index))
+        return pending_of(found) if found else None
 
     def pending(self, key: DocumentKey) -> PendingDocument | None:
         try:

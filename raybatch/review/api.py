@@ -18,7 +18,7 @@ from typing import Any
 from raybatch.errors import ConfigError, ReviewConflict
 from raybatch.models import Correction, CorrectionRecord, DocumentRecord, DocumentVersion, ReviewState
 from raybatch.objects.port import ObjectStore
-from raybatch.review.confidence import reason_code
+from raybatch.review import PAGE_SIZE
 from raybatch.review.corrections import CorrectionKind, correction_key, plan_correction
 from raybatch.settings import (
     PrepareSettings,
@@ -32,6 +32,7 @@ from raybatch.state.port import StateStore
 from raybatch.work.writer import ResultWriter
 
 _REF = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
+_PENDING = (ReviewState.PENDING.value,)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,20 @@ class Reviewer:
     @classmethod
     def default(cls) -> Reviewer:
         return cls(getpass.getuser())
+
+
+@dataclass(frozen=True)
+class PendingPage:
+    """One page of the review queue: its documents and how many more wait after them."""
+
+    documents: list[DocumentRecord]
+    more: int = 0
+
+    @property
+    def next(self) -> DocRef | None:
+        """Where the next page starts (``--after``), None at the end of the queue."""
+        last = self.documents[-1] if self.documents else None
+        return DocRef(last.job_id, last.index) if last is not None and self.more else None
 
 
 @dataclass(frozen=True)
@@ -107,22 +122,39 @@ class ReviewDesk:
         )
         return cls(state, store, writer)
 
-    def pending(self, *, doc_type: str | None = None, reason: str | None = None) -> list[DocumentRecord]:
-        """Documents waiting for a person, in (job, index) order; of one class, or with one reason code."""
-        found = self.state.documents_in_review([ReviewState.PENDING.value])
-        return [
-            doc
-            for doc in found
-            if (doc_type is None or doc.doc_type == doc_type)
-            and (reason is None or reason in {reason_code(r) for r in doc.review_reasons})
-        ]
+    def pending(
+        self,
+        *,
+        doc_type: str | None = None,
+        reason: str | None = None,
+        after: DocRef | None = None,
+        limit: int = PAGE_SIZE,
+    ) -> PendingPage:
+        """A page of the documents waiting for a person, in (job, index) order after ``after``; of
+        one class, or with one reason code. Its ``next`` is where the following page starts."""
+        if limit < 1:
+            raise ConfigError(f"a page of the review queue holds at least one document, not {limit}")
+        start = (after.job_id, after.index) if after else None
+        found = self.state.documents_in_review(
+            _PENDING, doc_type=doc_type, reason=reason, after=start, limit=limit
+        )
+        if len(found) < limit:
+            return PendingPage(found)
+        last = (found[-1].job_id, found[-1].index)
+        return PendingPage(
+            found, self.state.count_in_review(_PENDING, doc_type=doc_type, reason=reason, after=last)
+        )
 
     def next_pending(self, after: DocRef | None = None) -> DocumentRecord | None:
         """The first pending document after ``after`` (or the first of all), None when none waits."""
-        for doc in self.pending():
-            if after is None or (doc.job_id, doc.index) > (after.job_id, after.index):
-                return doc
-        return None
+        start = (after.job_id, after.index) if after else None
+        found = self.state.documents_in_review(_PENDING, after=start, limit=1)
+        return found[0] if found else None
+
+    def previous_pending(self, before: DocRef) -> DocumentRecord | None:
+        """The last pending document before ``before``, None when none waits there."""
+        found = self.state.documents_in_review(_PENDING, before=(before.job_id, before.index), limit=1)
+        return found[0] if found else None
 
     def document(self, ref: DocRef) -> DocumentRecord:
         """The current version of one document; ConfigError when there is none."""

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from raybatch.flags import add_setting_flags
+from raybatch.review import PAGE_SIZE
 
 
 def add_review_parser(sub: Any, settings: Sequence[str], handler: Callable[..., int]) -> None:
@@ -17,6 +18,10 @@ def add_review_parser(sub: Any, settings: Sequence[str], handler: Callable[..., 
     queue.add_argument(
         "--reason", metavar="R", help="with this reason code (model, ocr, required, border, ...)"
     )
+    queue.add_argument(
+        "--limit", type=int, default=PAGE_SIZE, metavar="N", help=f"at most N documents (default {PAGE_SIZE})"
+    )
+    queue.add_argument("--after", metavar="JOB:INDEX", help="the page after this document (the next cursor)")
     export = actions.add_parser("export", help="write the reviewed documents as a truth.json")
     export.add_argument("file", help="the truth.json to write")
     show = actions.add_parser("show", help="a document, its previous versions and corrections")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -15,7 +16,7 @@ from rich.table import Table
 from raybatch import terminal as out
 from raybatch.errors import ConfigError
 from raybatch.models import DocumentRecord
-from raybatch.review.api import Applied, DocRef, ReviewDesk, Reviewer
+from raybatch.review.api import Applied, DocRef, PendingPage, ReviewDesk, Reviewer
 from raybatch.review.truth import evaluate_reviewed, reviewed_truth
 from raybatch.settings import Settings
 
@@ -25,8 +26,11 @@ def run_review(settings: Settings, args: argparse.Namespace) -> int:
     desk = ReviewDesk.open(settings)
     action = args.review_command
     if action == "list":
-        documents = desk.pending(doc_type=args.doc_class, reason=args.reason)
-        out.show([document_entry(d) for d in documents], _queue_table, as_json=args.json)
+        after = DocRef.parse(args.after) if args.after else None
+        page = desk.pending(doc_type=args.doc_class, reason=args.reason, after=after, limit=args.limit)
+        out.show(queue_entry(page), _queue_table, as_json=args.json)
+        if page.next is not None and not args.json:
+            print(f"{page.more} more wait: {_next_command(page.next, args)}")
         return 0
     if action == "export":
         truth = reviewed_truth(desk.state)
@@ -82,6 +86,20 @@ def document_entry(doc: DocumentRecord) -> dict[str, Any]:
     return entry
 
 
+def queue_entry(page: PendingPage) -> dict[str, Any]:
+    """A page of the queue as ``review list --json`` prints it: ``next`` is null at the end."""
+    documents = [document_entry(d) for d in page.documents]
+    return {"documents": documents, "more": page.more, "next": str(page.next) if page.next else None}
+
+
+def _next_command(after: DocRef, args: argparse.Namespace) -> str:
+    """The ``review list`` that shows the next page (the same filters; --db and --store as given)."""
+    words = ["raybatch review list", f"--after {after}", f"--limit {args.limit}"]
+    words += [f"--class {shlex.quote(args.doc_class)}"] if args.doc_class else []
+    words += [f"--reason {shlex.quote(args.reason)}"] if args.reason else []
+    return " ".join(words)
+
+
 def _report(applied: Applied, *, as_json: bool) -> int:
     written = [f"{d.job_id}:{d.index} v{d.version}" for d in applied.documents]
     if as_json:
@@ -106,8 +124,10 @@ def _indexes(written: Sequence[tuple[int, int]], index: int) -> set[int]:
     return {index, *(i for i, _ in written)}
 
 
-def _queue_table(entries: list[dict[str, Any]]) -> Table:
-    table = Table(title=f"review: {len(entries)} documents pending", show_header=True)
+def _queue_table(page: dict[str, Any]) -> Table:
+    entries = page["documents"]
+    more = f" ({page['more']} more)" if page["more"] else ""
+    table = Table(title=f"review: {len(entries)} documents pending{more}", show_header=True)
     for column in ("doc", "class", "pages", "score", "reasons"):
         table.add_column(column)
     for e in entries:

@@ -1,4 +1,5 @@
-"""Chunks (one Claude request each): upserts that keep answers, and idempotent result filing."""
+"""Chunks (one Claude request each): upserts that keep answers, idempotent result filing, and the
+totals of what the answers cost (``paid_answers``: the chunks' own and those a redo replaced)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ from raybatch.state.rows import CHUNK_COLUMNS, chunk_record, chunk_values
 from raybatch.state.schema import batches as batch_rows
 from raybatch.state.schema import chunks as chunk_rows
 from raybatch.state.schema import jobs as job_rows
+from raybatch.state.schema import replaced_answers
 
-_TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
+TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
 SUBMITTABLE = (ChunkStatus.PREPARED.value, ChunkStatus.RETRY.value)
 ACTIVE_BATCH_STATUSES = (
     BatchStatus.CREATING,
@@ -53,7 +55,7 @@ def _result_values(
     if ResultType(result) is ResultType.SUCCEEDED:
         if answer is None:
             raise ValueError("a succeeded result needs its answer")
-        tokens = {name: getattr(usage or Usage(), name) for name in _TOKENS}
+        tokens = {name: getattr(usage or Usage(), name) for name in TOKENS}
         return {
             **tokens,
             "sent_mode": sent_mode_of(batch_id).value,
@@ -72,6 +74,32 @@ def _result_values(
         "error_class": error_class or ResultType(result).value,
         "error_message": None if error_message is None else clip(error_message),
     }
+
+
+@functools.cache
+def paid_answers() -> sa.Subquery:
+    """Every answer's usage, a row each: the chunks' current answers and the answers a redo replaced
+    (``replaced_answers``), so a redo's first answer stays counted. Every total sums this."""
+    c, r = chunk_rows.c, replaced_answers.c
+    current = sa.select(
+        c.job_id,
+        c.status,
+        c.sent_mode,
+        c.sent_at,
+        sa.case((c.emulated, 1), else_=0).label("emulated"),
+        sa.case((c.reused_from.is_not(None), 1), else_=0).label("reused"),
+        *(c[name] for name in TOKENS),
+    )
+    replaced = sa.select(
+        r.job_id,
+        sa.literal_column(f"'{ChunkStatus.SUCCEEDED.value}'"),
+        r.sent_mode,
+        r.sent_at,
+        sa.case((r.emulated, 1), else_=0),
+        sa.literal_column("0"),
+        *(r[name] for name in TOKENS),
+    )
+    return sa.union_all(current, replaced).subquery("paid_answers")
 
 
 @functools.lru_cache(maxsize=2)
@@ -284,27 +312,29 @@ class ChunkQueries(SqlBase):
             return conn.execute(update.values(values).values(updated_at=self._now())).rowcount == 1
 
     def usage_totals(self, job_id: int | None = None) -> Usage:
-        """Token sums over all chunks, or one job's."""
-        query = sa.select(*(sa.func.coalesce(sa.func.sum(chunk_rows.c[name]), 0) for name in _TOKENS))
+        """Token sums over all answers, or one job's (the answers its redos replaced included)."""
+        paid = paid_answers()
+        query = sa.select(*(sa.func.coalesce(sa.func.sum(paid.c[name]), 0) for name in TOKENS))
         if job_id is not None:
-            query = query.where(chunk_rows.c.job_id == job_id)
+            query = query.where(paid.c.job_id == job_id)
         with self._read() as conn:
             row = conn.execute(query).one()
         return Usage(*(int(value) for value in row))
 
     def request_totals(self, job_ids: Iterable[int] | None = None) -> RequestTotals:
-        """Tokens by sent mode and answer origins over all chunks, or those of ``job_ids``."""
-        mode = sa.func.coalesce(chunk_rows.c.sent_mode, ProcessingMode.BATCH.value)
-        sums = [sa.func.coalesce(sa.func.sum(chunk_rows.c[name]), 0) for name in _TOKENS]
-        emulated = sa.func.sum(sa.case((chunk_rows.c.emulated, 1), else_=0))
-        reused = sa.func.sum(sa.case((chunk_rows.c.reused_from.is_not(None), 1), else_=0))
-        query = sa.select(mode, sa.func.count(), emulated, reused, *sums).group_by(mode)
+        """Tokens by sent mode and answer origins over all answers, or those of ``job_ids`` (the
+        answers their redos replaced included)."""
+        paid = paid_answers()
+        mode = sa.func.coalesce(paid.c.sent_mode, ProcessingMode.BATCH.value)
+        sums = [sa.func.coalesce(sa.func.sum(paid.c[name]), 0) for name in TOKENS]
+        origins = (sa.func.sum(paid.c.emulated), sa.func.sum(paid.c.reused))
+        query = sa.select(mode, sa.func.count(), *origins, *sums).group_by(mode)
         groups: list[list[int] | None] = [None] if job_ids is None else list(in_groups(list(job_ids)))
         usages: dict[ProcessingMode, list[Usage]] = {}
         counts = [0, 0, 0]
         with self._read() as conn:
             for group in groups:
-                chosen = query if group is None else query.where(chunk_rows.c.job_id.in_(group))
+                chosen = query if group is None else query.where(paid.c.job_id.in_(group))
                 for row in conn.execute(chosen):
                     usages.setdefault(ProcessingMode(row[0]), []).append(Usage(*(int(v) for v in row[4:])))
                     counts = [total + int(v or 0) for total, v in zip(counts, row[1:4], strict=True)]
@@ -337,18 +367,21 @@ class ChunkQueries(SqlBase):
         self, since: datetime, run: str | None = None
     ) -> tuple[float, dict[ProcessingMode, Usage]]:
         """What requests sent since ``since`` commit: expected cost of those still in flight, and the
-        tokens of those answered, by the mode they were sent with; with ``run``, of its jobs only."""
-        sent: sa.ColumnElement[bool] = chunk_rows.c.sent_at >= since
+        tokens of those answered (the answers a redo replaced included), by the mode they were sent
+        with; with ``run``, of its jobs only."""
+        paid = paid_answers()
+        flying = sa.and_(chunk_rows.c.sent_at >= since, chunk_rows.c.status == ChunkStatus.SUBMITTED.value)
+        answered_since = sa.and_(paid.c.sent_at >= since, paid.c.status != ChunkStatus.SUBMITTED.value)
         if run is not None:
             governed = sa.select(job_rows.c.id).where(job_rows.c.spend_run == run)
-            sent = sa.and_(sent, chunk_rows.c.job_id.in_(governed))
-        flying = chunk_rows.c.status == ChunkStatus.SUBMITTED.value
+            flying = sa.and_(flying, chunk_rows.c.job_id.in_(governed))
+            answered_since = sa.and_(answered_since, paid.c.job_id.in_(governed))
         in_flight = sa.select(sa.func.coalesce(sa.func.sum(chunk_rows.c.estimated_cost_usd), 0.0))
-        mode = sa.func.coalesce(chunk_rows.c.sent_mode, ProcessingMode.BATCH.value)
-        sums = [sa.func.coalesce(sa.func.sum(chunk_rows.c[name]), 0) for name in _TOKENS]
-        answered = sa.select(mode, *sums).where(sent, ~flying).group_by(mode)
+        mode = sa.func.coalesce(paid.c.sent_mode, ProcessingMode.BATCH.value)
+        sums = [sa.func.coalesce(sa.func.sum(paid.c[name]), 0) for name in TOKENS]
+        answered = sa.select(mode, *sums).where(answered_since).group_by(mode)
         with self._read() as conn:
-            expected = float(conn.execute(in_flight.where(sent, flying)).scalar() or 0.0)
+            expected = float(conn.execute(in_flight.where(flying)).scalar() or 0.0)
             usage = {
                 ProcessingMode(row[0]): Usage(*(int(v) for v in row[1:])) for row in conn.execute(answered)
             }

@@ -21,8 +21,12 @@ MAX_PAGE = 500  # rows one page may ask for
 
 def contains(column: sa.ColumnElement[str], text: str) -> sa.ColumnElement[bool]:
     """``column`` contains ``text`` (case-insensitive; ``%`` and ``_`` are literal)."""
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return column.ilike(f"%{escaped}%", escape="\\")
+    return column.ilike(f"%{like_literal(text)}%", escape="\\")
+
+
+def like_literal(text: str) -> str:
+    """``text`` for a LIKE pattern escaped with a backslash: its ``%`` and ``_`` are literal."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _keyset(query: sa.Select[Any], column: sa.Column[int], before: int | None, limit: int) -> sa.Select[Any]:

@@ -704,8 +704,29 @@ class Reviews(Protocol):
         """The highest version each index of a job has had, current or previous."""
         ...
 
-    def documents_in_review(self, states: Sequence[str]) -> list[DocumentRecord]:
-        """Current documents in one of these review states, in (job, index) order."""
+    def documents_in_review(
+        self,
+        states: Sequence[str],
+        *,
+        doc_type: str | None = None,
+        reason: str | None = None,
+        after: tuple[int, int] | None = None,
+        before: tuple[int, int] | None = None,
+        limit: int | None = None,
+    ) -> list[DocumentRecord]:
+        """Current documents in one of these review states (of a class, with a reason code), in
+        (job, index) order after ``after``, or the nearest first before ``before``; ``limit`` of them."""
+        ...
+
+    def count_in_review(
+        self,
+        states: Sequence[str],
+        *,
+        doc_type: str | None = None,
+        reason: str | None = None,
+        after: tuple[int, int] | None = None,
+    ) -> int:
+        """How many documents ``documents_in_review`` would give (counted, none loaded)."""
         ...
 
     def review_totals(self, job_ids: Sequence[int] | None = None) -> dict[str, int]:

@@ -10,6 +10,7 @@ versions, and the correction is one row of ``corrections``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -28,9 +29,11 @@ from raybatch.models import (
     ReviewState,
 )
 from raybatch.state.base import RELEASED_LEASE, SqlBase, in_groups
+from raybatch.state.chunks import TOKENS
+from raybatch.state.console import like_literal
 from raybatch.state.rows import document_record, document_values
 from raybatch.state.schema import chunks as chunk_rows
-from raybatch.state.schema import corrections, document_versions
+from raybatch.state.schema import corrections, document_versions, replaced_answers
 from raybatch.state.schema import documents as document_rows
 from raybatch.state.schema import jobs as job_rows
 
@@ -72,11 +75,17 @@ class ReviewQueries(SqlBase):
     ) -> bool:
         """A completed job goes back to pending with these chunks' answers cleared, to be asked
         again by the next run of its source (``fresh``: past the answer cache; ``pages``: the pages
-        whose documents its writer replaces, None for all); False when the job is not completed."""
+        whose documents its writer replaces, None for all); False when the job is not completed.
+        The cleared answers' usage moves to ``replaced_answers``: paid for, it stays counted."""
         region = f"pages {pages[0]}-{pages[1]}" if pages else None
         reopened = {**RELEASED_LEASE, "status": JobStatus.PENDING.value, "progress": 0.0, "attempts": 0}
         marks = {"error_class": REDO_FRESH if fresh else REDO, "error_message": region}
-        cleared = {"status": ChunkStatus.FAILED.value, "answer": None, "error_class": REDO}
+        cleared = {
+            "status": ChunkStatus.FAILED.value,
+            "answer": None,
+            "error_class": REDO,
+            **dict.fromkeys(TOKENS, 0),
+        }
         completed = sa.and_(job_rows.c.id == job_id, job_rows.c.status == JobStatus.COMPLETED.value)
         chosen = sa.and_(chunk_rows.c.job_id == job_id, chunk_rows.c.n.in_(list(chunk_ns)))
         with self._write() as conn:
@@ -84,6 +93,7 @@ class ReviewQueries(SqlBase):
             job = sa.update(job_rows).where(completed).values({**reopened, **marks, "updated_at": now})
             if conn.execute(job).rowcount != 1:
                 return False
+            conn.execute(_keep_usage(chosen, now))
             conn.execute(sa.update(chunk_rows).where(chosen).values({**cleared, "updated_at": now}))
             return True
 
@@ -120,15 +130,46 @@ class ReviewQueries(SqlBase):
                     found[index] = max(found.get(index, 0), int(version))
         return found
 
-    def documents_in_review(self, states: Sequence[str]) -> list[DocumentRecord]:
-        """Current documents whose review state is one of ``states``, in (job, index) order."""
-        query = (
-            sa.select(document_rows)
-            .where(document_rows.c.review.in_(list(states)))
-            .order_by(document_rows.c.job_id, document_rows.c.doc_index)
-        )
+    def documents_in_review(
+        self,
+        states: Sequence[str],
+        *,
+        doc_type: str | None = None,
+        reason: str | None = None,
+        after: tuple[int, int] | None = None,
+        before: tuple[int, int] | None = None,
+        limit: int | None = None,
+    ) -> list[DocumentRecord]:
+        """Current documents whose review state is one of ``states`` (of class ``doc_type``, with a
+        reason of code ``reason``), in (job, index) order after the (job, index) ``after``; with
+        ``before``, those before it, the nearest first. At most ``limit`` (None: all)."""
+        where = _in_review(states, doc_type, reason)
+        key = (document_rows.c.job_id, document_rows.c.doc_index)
+        if after is not None:
+            where.append(_beyond(after, ascending=True))
+        if before is not None:
+            where.append(_beyond(before, ascending=False))
+        order = [column.desc() for column in key] if before is not None else list(key)
+        query = sa.select(document_rows).where(*where).order_by(*order).limit(limit)
         with self._read() as conn:
             return [document_record(row) for row in conn.execute(query)]
+
+    def count_in_review(
+        self,
+        states: Sequence[str],
+        *,
+        doc_type: str | None = None,
+        reason: str | None = None,
+        after: tuple[int, int] | None = None,
+    ) -> int:
+        """How many documents ``documents_in_review`` would give (counted, none loaded)."""
+        where = _in_review(states, doc_type, reason)
+        if after is not None:
+            where.append(_beyond(after, ascending=True))
+        with self._read() as conn:
+            return int(
+                conn.execute(sa.select(sa.func.count()).select_from(document_rows).where(*where)).scalar_one()
+            )
 
     def review_totals(self, job_ids: Sequence[int] | None = None) -> dict[str, int]:
         """Current documents by review state (every state, zeros included), of ``job_ids`` or all."""
@@ -243,6 +284,38 @@ class ReviewQueries(SqlBase):
     def _correction_where(self, conn: Connection, where: Any) -> list[CorrectionRecord]:
         query = sa.select(corrections).where(where).order_by(corrections.c.id)
         return [_correction(row) for row in conn.execute(query)]
+
+
+def _keep_usage(chosen: sa.ColumnElement[bool], now: datetime) -> sa.Insert:
+    """Copy the usage of the ``chosen`` chunks' answers that brought tokens to ``replaced_answers``."""
+    c = chunk_rows.c
+    kept = ("job_id", "n", "custom_id", "sent_mode", "sent_at", *TOKENS, "emulated")
+    paid = sa.or_(*(c[name] > 0 for name in TOKENS))
+    stamp = sa.literal(now, replaced_answers.c.created_at.type).label("created_at")
+    rows = sa.select(*(c[name] for name in kept), stamp).where(chosen, paid)
+    return sa.insert(replaced_answers).from_select([*kept, "created_at"], rows)
+
+
+def _in_review(
+    states: Sequence[str], doc_type: str | None, reason: str | None
+) -> list[sa.ColumnElement[bool]]:
+    """Documents in one of ``states``, of a class and with a reason code when given. A reason is
+    ``code: detail`` (``review.confidence.reason_code``): in the JSON list, an item starting ``"code:``."""
+    where: list[sa.ColumnElement[bool]] = [document_rows.c.review.in_(list(states))]
+    if doc_type is not None:
+        where.append(document_rows.c.doc_type == doc_type)
+    if reason is not None:
+        reasons = sa.func.lower(sa.cast(document_rows.c.review_reasons, sa.Text))
+        where.append(reasons.like(f'%"{like_literal(reason.strip().lower())}:%', escape="\\"))
+    return where
+
+
+def _beyond(position: tuple[int, int], *, ascending: bool) -> sa.ColumnElement[bool]:
+    """Documents after (or before) the (job, index) ``position`` in (job, index) order."""
+    job, index = document_rows.c.job_id, document_rows.c.doc_index
+    if ascending:
+        return sa.or_(job > position[0], sa.and_(job == position[0], index > position[1]))
+    return sa.or_(job < position[0], sa.and_(job == position[0], index < position[1]))
 
 
 def _check_versions(

@@ -117,6 +117,25 @@ chunks = sa.Table(
     sa.Index("ix_chunks_status", "status"),
 )
 
+# The answers a redo replaced (``raybatch redo``): each one's tokens, mode and time, paid for and so
+# still counted in every total and spend cap beside the chunks' own (0600_replaced_answers).
+replaced_answers = sa.Table(
+    "replaced_answers",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("job_id", sa.Integer, sa.ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False, index=True),
+    sa.Column("n", sa.Integer, nullable=False),
+    sa.Column("custom_id", sa.String(64), nullable=False),
+    sa.Column("sent_mode", sa.String(8)),
+    sa.Column("sent_at", UtcDateTime()),
+    sa.Column("input_tokens", sa.BigInteger, nullable=False),
+    sa.Column("output_tokens", sa.BigInteger, nullable=False),
+    sa.Column("cache_read_tokens", sa.BigInteger, nullable=False),
+    sa.Column("cache_creation_tokens", sa.BigInteger, nullable=False),
+    sa.Column("emulated", sa.Boolean, nullable=False),
+    sa.Column("created_at", UtcDateTime(), nullable=False),  # when the redo replaced it
+)
+
 batches = sa.Table(
     "batches",
     metadata,

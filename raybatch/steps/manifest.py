@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
 from raybatch.classes import ClassesFile, classes_digest, default_classes
 from raybatch.cost import ModelPrices, add_usage, cost_usd, usage_by_mode
-from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, Usage
+from raybatch.models import ChunkRecord, DocumentRecord, JobRecord, ProcessingMode, Usage
 from raybatch.steps.group import group_label, group_values
 
 MANIFEST_VERSION = 2  # 2: the SQL names (doc_type, group_key), text_key, source_uri, classes_sha256
@@ -39,17 +39,20 @@ def build_manifest(
     model: str | None = None,
     prompt_version: str | None = None,
     classes: ClassesFile | None = None,
+    usage: Mapping[ProcessingMode, Usage] | None = None,
 ) -> bytes:
     """``manifest.json`` of a job: UTF-8 JSON with sorted keys, documents in index order.
 
-    The cost comes from each chunk's tokens at the price of the mode it was sent with
-    (``raybatch.cost.cost_usd``), shared among documents by their page counts. ``answered_by`` says
-    how many requests Claude answered, how many the built-in emulator answered (``emulated`` is then
-    true: the fields are stand-ins), and how many reused an answer already held.
+    The cost comes from the job's tokens (``usage``, by the mode each request was sent with; the
+    writer gives the state's, which counts the answers a redo replaced; default: the chunks') at
+    the price of that mode (``raybatch.cost.cost_usd``), shared among documents by their page
+    counts. ``answered_by`` says how many requests Claude answered, how many the built-in emulator
+    answered (``emulated`` is then true: the fields are stand-ins), and how many reused an answer
+    already held.
     """
     classes = classes or default_classes()
     digest = classes_digest(classes)
-    by_mode = usage_by_mode(chunks)
+    by_mode = dict(usage) if usage is not None else usage_by_mode(chunks)
     cost = cost_usd(by_mode, prices)
     ordered = sorted(documents, key=lambda doc: doc.index)
     pages = sum(doc.last_page - doc.first_page + 1 for doc in ordered)

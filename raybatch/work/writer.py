@@ -473,6 +473,7 @@ class ResultWriter:
             model=claude.claude_model,
             prompt_version=PROMPT_VERSION,
             classes=self._classes,
+            usage=self._state.request_totals([job.id]).usage_by_mode,  # a redo's first answers too
         )
 
     def _put_json(self, key: str, data: bytes) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from ledger_builders import LedgerData, build_ledger_data
 from starlette.testclient import TestClient
+from statements import statements
 
 
 @pytest.fixture
@@ -102,3 +103,14 @@ def test_raybatch_serve_serves_the_ledgers_queue(ledger: LedgerData) -> None:
         assert "(15 waiting)" in served.get("/review").text
         assert "accepted document 0" in _post(served, ledger.job, 0, action="accept", version="1")
     assert [c.kind for c in ledger.state.list_corrections(ledger.job)] == ["accept"]
+
+
+def test_the_queue_page_reads_a_document_and_its_neighbours_not_the_queue(
+    ledger: LedgerData, client: TestClient
+) -> None:
+    with statements(ledger.state) as sent:
+        page = client.get(f"/review?job={ledger.job}&index=3").text
+    assert f'id="previous" href="/review?job={ledger.job}&amp;index=2"' in page
+    assert f"/review?job={ledger.job}&amp;index=4" in page
+    queue = [s for s in sent if s.startswith("SELECT") and "documents.review IN" in s]
+    assert len(queue) == 2 and all("LIMIT" in s for s in queue)  # next and previous, one row each

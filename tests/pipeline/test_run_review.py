@@ -140,7 +140,7 @@ def test_a_doubting_run_is_reviewed_through_the_cli(
     state = open_state(settings.section(StateSettings))
     store = LocalObjectStore(settings.store)
     code, text = cli(settings, "review", "list", "--json", capsys=capsys)
-    queue = json.loads(text)
+    queue = json.loads(text)["documents"]
     assert code == 0 and queue and all(entry["review"] == "pending" for entry in queue)
     done = Corrected(model_spans={(d.first_page, d.last_page) for d in state.list_documents(job)})
     correct_structure(settings, state, job, truth["bundles"][0], capsys, done)
@@ -221,12 +221,14 @@ def test_a_doubting_run_is_reviewed_through_the_cli(
 
     versions, far = len(state.document_versions(job)), state.list_documents(job)[-1]
     [sent] = [c.sent_at for c in state.get_chunks(job) if c.n == 0]
+    spent = state.usage_totals(job)
     fast = ["--emulator", "--poll-interval", "0.5", "--quiet"]  # no doubt now: the emulator as it is
     code, text = cli(settings, "redo", f"{job}:0", "--fresh", *fast, capsys=capsys)
     assert code == 0 and "cost $" in text, text
     [asked] = [c for c in state.get_chunks(job) if c.n == 0]
     assert asked.sent_at and sent and asked.sent_at > sent  # asked again, past the answer cache
     assert asked.input_tokens > 0 and asked.reused_from is None
+    assert state.usage_totals(job).input_tokens == spent.input_tokens + asked.input_tokens  # both counted
     assert state.list_corrections(job)[-1].kind == "redo" and len(state.document_versions(job)) > versions
     last = state.list_documents(job)[-1]  # away from the redone pages: as reviewed (its index may move)
     assert (last.first_page, last.doc_type, last.amount, last.review) == (

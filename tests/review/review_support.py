@@ -7,13 +7,15 @@ from typing import Any
 
 from raybatch.claude.emulator.rules import answer_from_truth
 from raybatch.ids import custom_id, sha256_file
-from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, SourceKind
+from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, SourceKind, Usage
 from raybatch.objects.port import ObjectStore
 from raybatch.review.api import ReviewDesk
 from raybatch.settings import ClaudeSettings, PrepareSettings, ReviewSettings, StoreSettings
 from raybatch.state import SqlStateStore
 from raybatch.steps.chunk import plan_chunks
 from raybatch.work.writer import ResultWriter
+
+NO_USAGE = Usage()
 
 
 def writer(state: SqlStateStore, store: ObjectStore, review_below: float = 0.7) -> ResultWriter:
@@ -27,8 +29,16 @@ def writer(state: SqlStateStore, store: ObjectStore, review_below: float = 0.7) 
     )
 
 
-def answered_job(state: SqlStateStore, folder: Path, bundle: dict[str, Any], *, force: bool = False) -> int:
-    """A job of ``bundle`` whose chunks hold the truth's answers, ready for a writer."""
+def answered_job(
+    state: SqlStateStore,
+    folder: Path,
+    bundle: dict[str, Any],
+    *,
+    force: bool = False,
+    usage: Usage = NO_USAGE,
+) -> int:
+    """A job of ``bundle`` whose chunks hold the truth's answers (each bringing ``usage``), ready for
+    a writer."""
     path = folder / bundle["file"]
     job, _ = state.register_job(
         sha256=sha256_file(path),
@@ -48,6 +58,8 @@ def answered_job(state: SqlStateStore, folder: Path, bundle: dict[str, Any], *, 
             "k",
             ChunkStatus.SUCCEEDED,
             answer=answer_from_truth(bundle, list(plan.pages)).model_dump_json(),
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
         )
         for plan in plan_chunks(bundle["pages"])
     ]

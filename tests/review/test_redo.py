@@ -3,6 +3,7 @@ as new versions (a ``redo`` in the ledger, the previous versions kept); ``--fres
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -11,12 +12,16 @@ import pytest
 from review_support import answered_job, desk, write_job
 
 from raybatch.claude.answer import ChunkAnswer, DocType
-from raybatch.models import REDO_FRESH, ChunkStatus, DocumentRecord, JobStatus
+from raybatch.cost import cost_usd, prices_for
+from raybatch.ids import OutputKeys
+from raybatch.models import REDO_FRESH, ChunkStatus, DocumentRecord, JobStatus, ProcessingMode, Usage
 from raybatch.objects import MemoryObjectStore
+from raybatch.report import status_summary
 from raybatch.reuse import outstanding_of
 from raybatch.review.api import DocRef, Reviewer
 from raybatch.review.corrections import redo_plan, redo_region
 from raybatch.samples import write_samples
+from raybatch.settings import ClaudeSettings
 from raybatch.state import SqlStateStore
 
 
@@ -67,6 +72,28 @@ def test_a_redo_keeps_the_old_versions_and_writes_the_new_answer(
     assert [v.version for v in state.document_versions(job, 0)] == [1, 2]
     assert state.list_corrections(job)[-1].kind == "redo"
     assert all(store.exists(v.record.pdf_key or "") for v in state.document_versions(job))
+
+
+def test_a_redo_adds_its_cost_to_the_first_answers(
+    state: SqlStateStore, corpus: tuple[Path, dict[str, Any]]
+) -> None:
+    """The manifest and ``status`` count what the first answers cost and what the redo's answer did."""
+    store, prices = MemoryObjectStore(), prices_for(ClaudeSettings().claude_model)
+    folder, truth = corpus
+    job = answered_job(state, folder, truth["bundles"][0], usage=Usage(1000, 100))
+    write_job(state, store, job)
+    chunks = state.get_chunks(job)
+    first = cost_usd({ProcessingMode.BATCH: Usage(1000 * len(chunks), 100 * len(chunks))}, prices)
+    assert status_summary(state, prices, [job])["estimated_cost_usd"] == first
+    assert state.redo_job(job, [0], fresh=True, pages=(1, 8))
+    redone = replace(chunks[0], input_tokens=600, output_tokens=50, sent_mode=ProcessingMode.SYNC)
+    state.save_chunks(job, [redone])  # prepared, sent and answered again
+    state.transition(job, [JobStatus.PENDING], JobStatus.ANSWERED)
+    write_job(state, store, job)
+    both = round(first + cost_usd({ProcessingMode.SYNC: Usage(600, 50)}, prices), 6)
+    manifest = json.loads(store.get(OutputKeys(state.database_id()).manifest(job)))
+    assert round(manifest["estimated_cost_usd"], 6) == both
+    assert round(status_summary(state, prices, [job])["estimated_cost_usd"], 6) == both
 
 
 def test_fresh_goes_past_the_answer_cache(state: SqlStateStore, corpus: tuple[Path, dict[str, Any]]) -> None:

@@ -38,11 +38,29 @@ def cli(words: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]
 def test_list_filters_by_class_and_reason(place: tuple[list[str], SqlStateStore, int], capsys: Any) -> None:
     where, state, job = place
     code, queue = cli(["review", "list", "--json", *where], capsys)
-    assert code == 0 and len(queue) == len(state.list_documents(job))
-    assert queue[0]["doc"] == f"{job}:0" and queue[0]["review"] == "pending"
+    assert code == 0 and len(queue["documents"]) == len(state.list_documents(job)) and queue["next"] is None
+    assert queue["documents"][0]["doc"] == f"{job}:0" and queue["documents"][0]["review"] == "pending"
     code, contracts = cli(["review", "list", "--json", "--class", "contract", *where], capsys)
-    assert {entry["doc_type"] for entry in contracts} == {"contract"}
-    assert cli(["review", "list", "--json", "--reason", "ocr", *where], capsys)[1] == []
+    assert {entry["doc_type"] for entry in contracts["documents"]} == {"contract"}
+    none = {"documents": [], "more": 0, "next": None}
+    assert cli(["review", "list", "--json", "--reason", "ocr", *where], capsys)[1] == none
+
+
+def test_list_is_paged(place: tuple[list[str], SqlStateStore, int], capsys: Any) -> None:
+    where, state, job = place
+    count = len(state.list_documents(job))
+    code, first = cli(["review", "list", "--json", "--limit", "3", *where], capsys)
+    assert code == 0 and [e["doc"] for e in first["documents"]] == [f"{job}:{i}" for i in range(3)]
+    assert (first["more"], first["next"]) == (count - 3, f"{job}:2")
+    code, rest = cli(["review", "list", "--json", "--after", first["next"], "--limit", "100", *where], capsys)
+    assert [e["doc"] for e in rest["documents"]] == [f"{job}:{i}" for i in range(3, count)]
+    assert (rest["more"], rest["next"]) == (0, None)
+    code, text = cli(["review", "list", "--limit", "3", "--class", "contract", *where], capsys)
+    assert code == 0 and "3 documents pending" in text and "more wait" not in text  # exactly three
+    code, text = cli(["review", "list", "--limit", "2", "--class", "contract", *where], capsys)
+    assert f"1 more wait: raybatch review list --after {job}:3 --limit 2 --class contract" in text
+    code, text = cli(["review", "list", "--after", "nonsense", *where], capsys)
+    assert code != 0 and "JOB:INDEX" in text
 
 
 def test_a_correction_is_shown_with_its_versions_and_scored_by_eval_reviewed(

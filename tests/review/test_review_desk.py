@@ -56,7 +56,29 @@ def test_the_writer_marks_documents_below_the_threshold(
     docs = state.list_documents(job)
     assert docs and all(d.review == "pending" and d.confidence is not None for d in docs)
     assert state.get_job(job).status is JobStatus.COMPLETED
-    assert [d.index for d in desk(state, store).pending(doc_type="contract")] == [2, 3, 7]
+    assert [d.index for d in desk(state, store).pending(doc_type="contract").documents] == [2, 3, 7]
+
+
+def test_the_queue_is_paged_by_a_cursor(written: tuple[SqlStateStore, MemoryObjectStore, int]) -> None:
+    state, store, job = written
+    review, count = desk(state, store), len(state.list_documents(job))
+    first = review.pending(limit=4)
+    assert [d.index for d in first.documents] == [0, 1, 2, 3]
+    assert (first.more, first.next) == (count - 4, DocRef(job, 3))
+    walked, page = [], first
+    while True:
+        walked += [d.index for d in page.documents]
+        if page.next is None:
+            break
+        page = review.pending(after=page.next, limit=4)
+    assert walked == list(range(count)) and page.more == 0
+    assert review.pending(after=DocRef(job, count - 1)).documents == []
+    assert review.pending(doc_type="contract", limit=3).next is None, "three contracts: no next page"
+    assert review.next_pending(DocRef(job, 3)) == state.list_documents(job)[4]
+    assert review.previous_pending(DocRef(job, 3)) == state.list_documents(job)[2]
+    assert review.previous_pending(DocRef(job, 0)) is None
+    with pytest.raises(ConfigError):
+        review.pending(limit=0)
 
 
 def test_split_then_merge_writes_new_versions_and_keeps_the_old(

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 import sqlalchemy as sa
 from state_helpers import register, sha
+from statements import statements
 
 from raybatch.errors import ReviewConflict
 from raybatch.models import Correction, DocumentRecord, JobStatus, ReviewState
@@ -152,3 +153,41 @@ def test_a_job_being_redone_is_the_one_its_source_registers_to(store: SqlStateSt
     assert store.redo_job(job, [0], fresh=True, pages=(1, 8))
     again = register(store, 1)[0]
     assert (again.id, again.status, again.error_message) == (job, JobStatus.PENDING, "pages 1-8")
+
+
+def test_the_review_queue_is_read_a_page_at_a_time(store: SqlStateStore) -> None:
+    """Filters, order, the cursor and the limit are the query's (SQL LIMIT): pages walk the queue
+    once, in (job, index) order, and what waits after a page is counted."""
+    jobs = [register(store, n)[0].id for n in (1, 2)]
+    reasons = [["model: 0.50"], ["ocr: lowest page 0.41", "required: amount"], ["border: 100%_x"]]
+    for job in jobs:
+        docs = [
+            document(job, i, doc_type=("act", "invoice")[i % 2], review_reasons=reasons[i % 3])
+            for i in range(5)
+        ]
+        store.upsert_documents(job, [*docs, document(job, 5, review="accepted")])
+    pending = ["pending"]
+    walked, after = [], None
+    with statements(store) as sent:
+        while page := store.documents_in_review(pending, after=after, limit=4):
+            walked += [(d.job_id, d.index) for d in page]
+            after = walked[-1]
+    queries = [statement for statement in sent if statement.startswith("SELECT")]
+    assert len(queries) == 4 and all("LIMIT" in query for query in queries)
+    assert walked == [(job, i) for job in jobs for i in range(5)]
+    assert store.count_in_review(pending) == 10 and store.count_in_review(pending, after=(jobs[0], 3)) == 6
+    first, second = jobs
+    assert [(d.job_id, d.index) for d in store.documents_in_review(pending, before=(second, 1), limit=2)] == [
+        (second, 0),
+        (first, 4),
+    ]
+    invoices = store.documents_in_review(pending, doc_type="invoice", after=(first, 1))
+    assert [(d.job_id, d.index) for d in invoices] == [(first, 3), (second, 1), (second, 3)]
+    required = store.documents_in_review(pending, reason="required", limit=1)
+    assert [(d.job_id, d.index) for d in required] == [(first, 1)]
+    assert (
+        store.count_in_review(pending, reason="REQUIRED") == 4
+        and store.count_in_review(pending, reason="req") == 0
+    )
+    assert store.count_in_review(pending, reason="100%") == 0, "a reason code is matched whole, % literal"
+    assert store.count_in_review(pending, reason="border", doc_type="act") == 2

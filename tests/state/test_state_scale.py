@@ -3,13 +3,12 @@ and id lists of any length (PostgreSQL refuses more than 65,535 parameters in on
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 
 import sqlalchemy as sa
 from clock import START, FakeClock
 from state_helpers import register, sha
+from statements import statements
 
 from raybatch.models import DocumentRecord, JobStatus, SourceKind
 from raybatch.state import SqlStateStore
@@ -48,21 +47,6 @@ def insert_jobs(store: SqlStateStore, count: int, status: JobStatus = PENDING) -
     with store._engine.begin() as conn:
         conn.execute(sa.insert(jobs), rows)
         return list(conn.execute(sa.select(jobs.c.id).order_by(jobs.c.id)).scalars())
-
-
-@contextmanager
-def statements(store: SqlStateStore) -> Iterator[list[str]]:
-    """The SQL statements the store sends while the block runs."""
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
-        seen.append(statement)
-
-    sa.event.listen(store._engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        sa.event.remove(store._engine, "before_cursor_execute", record)
 
 
 def test_all_of_a_drivers_leases_are_renewed_in_one_statement(store: SqlStateStore, clock: FakeClock) -> None:
