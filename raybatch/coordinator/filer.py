@@ -51,12 +51,12 @@ class ResultFiler:
         accepted = report.accepted.items()
         changed = sum(self._file_one(batch_id, filed, chunks.get(cid)) for cid, filed in accepted)
         for cid in report.missing:
-            changed += self._retry(batch_id, cid, ResultType.ERRORED, "missing", "no result in the batch")
+            changed += self._again(batch_id, cid, "missing", "no result in the batch")
         return changed
 
     def lose(self, batch_id: str, expected: Sequence[str], error: str, message: str) -> int:
         """Every chunk of a lost batch goes again in a later one (within its attempts)."""
-        return sum(self._retry(batch_id, cid, ResultType.ERRORED, error, message) for cid in expected)
+        return sum(self._again(batch_id, cid, error, message) for cid in expected)
 
     def settle(self, job_id: int) -> JobStatus | None:
         """Answered when every chunk succeeded, failed when one failed, prepared again to retry."""
@@ -89,17 +89,17 @@ class ResultFiler:
         if filed.action is FilingAction.FAIL:
             return self._record(batch_id, result, retry=False, error=result.error_type, message=filed.reason)
         if filed.action is FilingAction.RETRY:
-            return self._retry(batch_id, result.custom_id, result.type, result.error_type, filed.reason)
+            return self._record(batch_id, result, retry=True, error=result.error_type, message=filed.reason)
         if chunk is None:
             log.warning("result for %s has no chunk row; rejected", result.custom_id)
             return 0
         if result.stop_reason == "max_tokens":  # never filed as complete: asked again, larger
-            return self._retry(batch_id, result.custom_id, ResultType.ERRORED, MAX_TOKENS_ERROR, CUT_SHORT)
+            return self._retry(batch_id, result, MAX_TOKENS_ERROR, CUT_SHORT)
         try:
             parsed = read_answer(result.text or "", first_page=chunk.first_page, last_page=chunk.last_page)
         except UnparseableAnswer as exc:
             self._metrics.answer_unparseable()
-            return self._retry(batch_id, result.custom_id, ResultType.ERRORED, "UnparseableAnswer", str(exc))
+            return self._retry(batch_id, result, "UnparseableAnswer", str(exc))
         if parsed.repaired:
             log.info("%s: answer repaired (%s)", result.custom_id, ", ".join(parsed.repairs))
         filed_ok = self._state.file_result(
@@ -113,10 +113,16 @@ class ResultFiler:
             self._metrics.tokens(result.usage, mode=sent_mode_of(batch_id), prices=self._prices)
         return int(filed_ok)
 
-    def _retry(
-        self, batch_id: str, custom_id: str, result: ResultType, error: str | None, message: str
-    ) -> int:
-        return self._record(batch_id, _as_result(custom_id, result), retry=True, error=error, message=message)
+    def _again(self, batch_id: str, custom_id: str, error: str, message: str) -> int:
+        """A request with no answer (missing, its batch lost): asked again."""
+        return self._retry(
+            batch_id, RequestResult(custom_id=custom_id, type=ResultType.ERRORED), error, message
+        )
+
+    def _retry(self, batch_id: str, answered: RequestResult, error: str, message: str) -> int:
+        """An answer that came back and cannot be kept: asked again, its tokens counted."""
+        errored = RequestResult(custom_id=answered.custom_id, type=ResultType.ERRORED, usage=answered.usage)
+        return self._record(batch_id, errored, retry=True, error=error, message=message)
 
     def _record(
         self, batch_id: str, result: RequestResult, *, retry: bool, error: str | None, message: str
@@ -126,13 +132,10 @@ class ResultFiler:
                 result.custom_id,
                 batch_id,
                 result.type,
+                usage=result.usage,
                 error_class=error or result.type.value,
                 error_message=message or (result.error_message or result.type.value),
                 retry=retry,
                 max_attempts=self._max_attempts,
             )
         )
-
-
-def _as_result(custom_id: str, result: ResultType) -> RequestResult:
-    return RequestResult(custom_id=custom_id, type=result)

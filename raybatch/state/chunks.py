@@ -76,10 +76,35 @@ def _result_values(
     }
 
 
+def keep_usage(chosen: sa.ColumnElement[bool], now: datetime) -> sa.Insert:
+    """Copy the usage of the ``chosen`` chunks' answers that brought tokens to ``replaced_answers``:
+    what is about to clear or overwrite a paid answer keeps it counted first."""
+    c = chunk_rows.c
+    kept = ("job_id", "n", "custom_id", "sent_mode", "sent_at", *TOKENS, "emulated")
+    paid = sa.or_(*(c[name] > 0 for name in TOKENS))
+    stamp = sa.literal(now, replaced_answers.c.created_at.type).label("created_at")
+    rows = sa.select(*(c[name] for name in kept), stamp).where(chosen, paid)
+    return sa.insert(replaced_answers).from_select([*kept, "created_at"], rows)
+
+
+def unusable_usage(custom_id: str, batch_id: str, usage: Usage, now: datetime) -> sa.Insert:
+    """The usage of an answer paid for and not kept (cut at max_tokens, unparseable), as a
+    ``replaced_answers`` row of its chunk: the chunk is asked again, and both answers count."""
+    c = chunk_rows.c
+    literal = {name: sa.literal(getattr(usage, name), sa.BigInteger).label(name) for name in TOKENS}
+    mode = sa.literal(sent_mode_of(batch_id).value, sa.String).label("sent_mode")
+    stamp = sa.literal(now, replaced_answers.c.created_at.type).label("created_at")
+    columns = [c.job_id, c.n, c.custom_id, mode, c.sent_at, *literal.values(), c.emulated, stamp]
+    rows = sa.select(*columns).where(c.custom_id == custom_id)
+    names = ["job_id", "n", "custom_id", "sent_mode", "sent_at", *TOKENS, "emulated", "created_at"]
+    return sa.insert(replaced_answers).from_select(names, rows)
+
+
 @functools.cache
 def paid_answers() -> sa.Subquery:
-    """Every answer's usage, a row each: the chunks' current answers and the answers a redo replaced
-    (``replaced_answers``), so a redo's first answer stays counted. Every total sums this."""
+    """Every answer's usage, a row each: the chunks' current answers and the paid ones that no longer
+    stand (``replaced_answers``: redone, replaced, cut short), so each stays counted. Every total sums
+    this."""
     c, r = chunk_rows.c, replaced_answers.c
     current = sa.select(
         c.job_id,
@@ -131,6 +156,26 @@ def _finish_prepared() -> sa.Update:
     )
 
 
+def _brought_tokens(usage: Usage) -> bool:
+    return any(getattr(usage, name) for name in TOKENS)
+
+
+def _replaced_answers(conn: Connection, chunks: Sequence[ChunkRecord]) -> list[tuple[int, int]]:
+    """The (job, n) of these chunks whose stored answer brought tokens and which the upsert replaces
+    (not in flight, not answered under the same processing key)."""
+    c = chunk_rows.c
+    keys = {(r.job_id, r.n): r.processing_key for r in chunks}
+    paid = sa.or_(*(c[name] > 0 for name in TOKENS))
+    query = sa.select(c.job_id, c.n, c.status, c.processing_key).where(
+        c.job_id.in_({job_id for job_id, _ in keys}), paid, c.status != ChunkStatus.SUBMITTED.value
+    )
+    return [
+        (job_id, n)
+        for job_id, n, status, key in conn.execute(query)
+        if (job_id, n) in keys and not (status == ChunkStatus.SUCCEEDED.value and key == keys[(job_id, n)])
+    ]
+
+
 class ChunkQueries(SqlBase):
     """The chunks part of ``SqlStateStore``."""
 
@@ -165,6 +210,10 @@ class ChunkQueries(SqlBase):
     def _upsert_chunks(self, conn: Connection, chunks: Sequence[ChunkRecord]) -> None:
         upsert = _chunk_upsert(self._dialect)
         now = self._now()
+        for group in in_groups(list(chunks)):  # a paid answer the upsert replaces stays counted
+            replaced = _replaced_answers(conn, group)
+            if replaced:
+                conn.execute(keep_usage(sa.tuple_(chunk_rows.c.job_id, chunk_rows.c.n).in_(replaced), now))
         rows = [
             {**chunk_values(r), "job_id": r.job_id, "n": r.n, "created_at": now, "updated_at": now}
             for r in chunks
@@ -308,8 +357,16 @@ class ChunkQueries(SqlBase):
             chunk_rows.c.batch_id == batch_id,
             chunk_rows.c.status == ChunkStatus.SUBMITTED.value,
         )
+        unusable = (
+            ResultType(result) is not ResultType.SUCCEEDED and usage is not None and _brought_tokens(usage)
+        )
         with self._write() as conn:
-            return conn.execute(update.values(values).values(updated_at=self._now())).rowcount == 1
+            now = self._now()
+            filed = conn.execute(update.values(values).values(updated_at=now)).rowcount == 1
+            if filed and unusable:
+                assert usage is not None
+                conn.execute(unusable_usage(custom_id, batch_id, usage, now))
+            return filed
 
     def usage_totals(self, job_id: int | None = None) -> Usage:
         """Token sums over all answers, or one job's (the answers its redos replaced included)."""

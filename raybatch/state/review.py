@@ -10,7 +10,6 @@ versions, and the correction is one row of ``corrections``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,11 +28,11 @@ from raybatch.models import (
     ReviewState,
 )
 from raybatch.state.base import RELEASED_LEASE, SqlBase, in_groups
-from raybatch.state.chunks import TOKENS
+from raybatch.state.chunks import TOKENS, keep_usage
 from raybatch.state.console import like_literal
 from raybatch.state.rows import document_record, document_values
 from raybatch.state.schema import chunks as chunk_rows
-from raybatch.state.schema import corrections, document_versions, replaced_answers
+from raybatch.state.schema import corrections, document_versions
 from raybatch.state.schema import documents as document_rows
 from raybatch.state.schema import jobs as job_rows
 
@@ -93,7 +92,7 @@ class ReviewQueries(SqlBase):
             job = sa.update(job_rows).where(completed).values({**reopened, **marks, "updated_at": now})
             if conn.execute(job).rowcount != 1:
                 return False
-            conn.execute(_keep_usage(chosen, now))
+            conn.execute(keep_usage(chosen, now))
             conn.execute(sa.update(chunk_rows).where(chosen).values({**cleared, "updated_at": now}))
             return True
 
@@ -284,16 +283,6 @@ class ReviewQueries(SqlBase):
     def _correction_where(self, conn: Connection, where: Any) -> list[CorrectionRecord]:
         query = sa.select(corrections).where(where).order_by(corrections.c.id)
         return [_correction(row) for row in conn.execute(query)]
-
-
-def _keep_usage(chosen: sa.ColumnElement[bool], now: datetime) -> sa.Insert:
-    """Copy the usage of the ``chosen`` chunks' answers that brought tokens to ``replaced_answers``."""
-    c = chunk_rows.c
-    kept = ("job_id", "n", "custom_id", "sent_mode", "sent_at", *TOKENS, "emulated")
-    paid = sa.or_(*(c[name] > 0 for name in TOKENS))
-    stamp = sa.literal(now, replaced_answers.c.created_at.type).label("created_at")
-    rows = sa.select(*(c[name] for name in kept), stamp).where(chosen, paid)
-    return sa.insert(replaced_answers).from_select([*kept, "created_at"], rows)
 
 
 def _in_review(

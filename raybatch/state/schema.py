@@ -117,8 +117,10 @@ chunks = sa.Table(
     sa.Index("ix_chunks_status", "status"),
 )
 
-# The answers a redo replaced (``raybatch redo``): each one's tokens, mode and time, paid for and so
-# still counted in every total and spend cap beside the chunks' own (0600_replaced_answers).
+# Answers paid for that no longer stand: those a redo cleared (``raybatch redo``), those a chunk
+# prepared under a new processing key replaced, those cut at max_tokens or unparseable and asked
+# again. Each one's tokens, mode and time, still counted in every total and spend cap beside the
+# chunks' own (0600_replaced_answers).
 replaced_answers = sa.Table(
     "replaced_answers",
     metadata,

@@ -41,3 +41,5 @@ async def test_an_answer_cut_past_the_limit_fails_its_job_with_that_reason(
     failed = state.get_job(job.job_id)
     assert failed.status is JobStatus.FAILED and failed.error_class == "MaxTokens"
     assert "stopped at max_tokens" in (failed.error_message or "")
+    # The cut answers were paid for: each counts as a request with its tokens, though none was kept.
+    assert state.request_totals([job.job_id]).requests > len(state.get_chunks(job.job_id))

@@ -79,3 +79,33 @@ def test_a_redo_twice_keeps_each_answer(store: SqlStateStore) -> None:
         assert store.transition(job, [JobStatus.PENDING], JobStatus.COMPLETED)
     assert store.usage_totals(job) == add_usage([FIRST] * 4 + [REDONE] * 2)
     assert store.request_totals().requests == 6
+
+
+def test_an_answer_cut_short_or_unparseable_is_counted_beside_the_one_kept(store: SqlStateStore) -> None:
+    job = register(store, 1)[0].id
+    store.save_chunks(job, [chunk(job, 0)])
+    cid = f"job_{job}_batch_0"
+    store.record_sent({cid: (BATCH, 0.25)})
+    store.mark_chunks_submitted([cid], "msgbatch_1")
+    cut = Usage(input_tokens=1000, output_tokens=4096)  # stopped at max_tokens: paid, asked again
+    assert store.file_result(cid, "msgbatch_1", ResultType.ERRORED, usage=cut, retry=True, max_attempts=3)
+    assert store.usage_totals(job) == cut
+    store.mark_chunks_submitted([cid], "msgbatch_2")
+    assert store.file_result(cid, "msgbatch_2", ResultType.SUCCEEDED, answer="{}", usage=FIRST)
+    assert store.usage_totals(job) == add_usage([cut, FIRST])
+    assert store.request_totals([job]).requests == 2
+    assert not store.file_result(cid, "msgbatch_2", ResultType.ERRORED, usage=cut, retry=True)  # filed once
+    assert store.usage_totals(job) == add_usage([cut, FIRST])
+
+
+def test_a_chunk_prepared_again_under_a_new_processing_key_keeps_its_first_answer_counted(
+    store: SqlStateStore,
+) -> None:
+    job = completed_job(store)  # chunks 0 and 1 answered under v1
+    store.save_chunks(job, [chunk(job, 0), chunk(job, 1)])  # the same key: the answers stand
+    assert store.usage_totals(job) == TWICE
+    store.save_chunks(job, [chunk(job, 0, key="v2"), chunk(job, 1)])  # another prompt for chunk 0
+    assert store.get_chunks(job)[0].status is ChunkStatus.PREPARED
+    assert store.usage_totals(job) == TWICE, "the replaced answer stays counted"
+    answer(store, job, [0], "msgbatch_2", REDONE)
+    assert store.usage_totals(job) == add_usage([FIRST, FIRST, REDONE])
