@@ -536,7 +536,8 @@ class Coordinators(Protocol):
     """Coordinator heartbeats: who is alive, who leads, and the work a stopped one left."""
 
     def beat(self, coordinator_id: str, lease_seconds: float) -> bool:
-        """Record a coordinator alive for ``lease_seconds``; True while it holds the lead."""
+        """Record a coordinator alive for ``lease_seconds``; True while it holds the lead. The newest
+        live coordinator leads: an older one gives the lead up once it sees a newer one beat."""
         ...
 
     def retire(self, coordinator_id: str) -> None:
