@@ -43,7 +43,8 @@ class CoordinationQueries(SqlBase):
     @staticmethod
     def _newer_live(conn: sa.Connection, coordinator_id: str, now: datetime) -> bool:
         """Whether a coordinator started after this one (ties: a greater id) beats within its lease."""
-        mine = sa.select(coordinators.c.started_at).where(coordinators.c.id == coordinator_id).scalar_subquery()
+        started = sa.select(coordinators.c.started_at).where(coordinators.c.id == coordinator_id)
+        mine = started.scalar_subquery()
         newer = sa.or_(
             coordinators.c.started_at > mine,
             sa.and_(coordinators.c.started_at == mine, coordinators.c.id > coordinator_id),

@@ -138,3 +138,12 @@ def test_no_document_rows_for_a_canceled_job(store: SqlStateStore) -> None:
         store.upsert_documents(job_id, [doc])
     assert store.delete_documents(job_id) == 1
     assert store.list_documents(job_id) == []
+
+
+def test_a_batch_names_the_coordinator_that_recorded_it(store: SqlStateStore) -> None:
+    """Its creator polls it while it beats (with its own settings and key); the lead polls the rest."""
+    job_id = job(store, 1)
+    ours = store.record_batch_intent([custom_id(job_id, 0)], 10, "coordinator-a")
+    unknown = store.record_batch_intent([custom_id(job_id, 1)], 10)
+    by_id = {b.id: b.created_by for b in store.active_batches()}
+    assert by_id == {ours: "coordinator-a", unknown: None}
