@@ -43,7 +43,7 @@ from raybatch.sources import SourceFile, SourceListing, iter_sources, list_sourc
 from raybatch.spend import end_run, start_run
 from raybatch.state import StateStore, open_state
 from raybatch.steps.pack import megabytes
-from raybatch.stopping import stop_on_signals
+from raybatch.stopping import StopRequest, stop_on_signals
 from raybatch.terminal import ProgressBars
 from raybatch.uploads import keep_out_of_uploads, local_paths
 from raybatch.work.writer import WriteReport
@@ -112,7 +112,12 @@ def run(
     start_run(state, holder, settings.max_cost_usd, settings.max_daily_cost_usd)
     owns_ray = connect(settings, dashboard=dashboard)
     try:
-        with open_budget(settings, holder, prepare_ceiling=_prepare_cap(settings)) as budget:
+        # Set after ``ray.init`` (whose own SIGTERM handler exits): the driver drains on a signal;
+        # before it takes work and once it ended, a signal interrupts, and what is held is given back.
+        with (
+            stop_on_signals(drain=False) as stop,
+            open_budget(settings, holder, prepare_ceiling=_prepare_cap(settings)) as budget,
+        ):
             reopen = _reopener(state, settings, notice)
             intake = _intake(settings, files, registrar, budget, reopen)
             # A built-in emulator ends with this run: so must the coordinator that talks to it.
@@ -122,7 +127,7 @@ def run(
                 ProgressBars(progress) as bars,
             ):
                 watch = _both(bars.update, on_progress)
-                ended, writes = _drive(settings, intake, watch, budget.prepare_cap, own_emulator)
+                ended, writes = _drive(settings, intake, watch, budget.prepare_cap, stop, own_emulator)
             notice(f"{intake.jobs} jobs registered from {intake.files} files")
             compact_table(settings, state, notice)
     finally:
@@ -241,6 +246,7 @@ def _drive(
     intake: SourceIntake,
     on_progress: OnProgress | None,
     prepare_cap: Callable[[], int],
+    stop: StopRequest,
     retire: bool = False,
 ) -> tuple[list[JobRecord], list[WriteReport]]:
     """Build the Ray parts and drive until every job ended."""
@@ -302,7 +308,7 @@ def _drive(
             writer_grow_seconds=settings.writer_grow_seconds,
             drain_seconds=settings.drain_seconds,
         )
-        with stop_on_signals() as stop:
+        with stop.draining():
             jobs = driver.run(on_progress, stop=stop)
     finally:
         for handle in handles:

@@ -52,7 +52,9 @@ class BatchCreator:
         io: Io,
         outage_budget: float,
         metrics: Metrics,
+        coordinator_id: str | None = None,
     ) -> None:
+        self._id = coordinator_id  # recorded with each intent: this coordinator polls its batch
         self._state = state
         self._batches = batches
         self._io = io
@@ -68,7 +70,7 @@ class BatchCreator:
         custom_ids = [r.custom_id for r in group]
         size = sum(r.encoded_size for r in group)
         try:
-            intent_id = await self._io(self._state.record_batch_intent, custom_ids, size)
+            intent_id = await self._io(self._state.record_batch_intent, custom_ids, size, self._id)
         except IntentConflict as exc:  # another coordinator holds them: they are on their way
             log.warning("batch not created: %s", exc)
             return

@@ -1,11 +1,15 @@
-"""The coordinator's poll phase: every batch in flight looked at, each on its own.
+"""The coordinator's poll phase: every batch in flight it polls looked at, each on its own.
+
+A coordinator polls the batches it created while it beats (with the settings and key that created
+them, even once a newer coordinator leads); the lead also polls those whose coordinator stopped
+beating (or is unknown). So each batch has one poller, and an outdated coordinator finishes its own.
 
 A batch that ended has its results read (a cut stream is read again, keeping what arrived),
 checked to be ours, filed by custom_id, and its jobs settled. A batch in flight is canceled at the
 API when no live job remains in it (all canceled or ended), or when it is still running past
 POLL_DEADLINE: its requests then go again in a later batch (within their tries) or fail with that
-reason. An error with one batch — its
-results deleted or past retention, a database error while filing it — touches that batch only.
+reason. An error with one batch — its results deleted or past retention, a database error while
+filing it — touches that batch only.
 """
 
 from __future__ import annotations
@@ -29,7 +33,14 @@ from raybatch.ids import unmarked_custom_id
 from raybatch.metrics import Metrics
 from raybatch.models import BatchStatus, ResultType
 from raybatch.retry import Backoff, retrying
-from raybatch.state.port import BatchRecord, BatchStates, ChunkStates, Flags, JobStates
+from raybatch.state.port import (
+    BatchRecord,
+    BatchStates,
+    ChunkStates,
+    Coordinators,
+    Flags,
+    JobStates,
+)
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +48,7 @@ RESULT_READS = 5  # tries to read one batch's results when the stream is cut
 RESULT_BACKOFF = Backoff(initial=2.0, factor=2.0, cap=30.0)
 
 
-class BatchPollerState(BatchStates, ChunkStates, JobStates, Flags, Protocol):
+class BatchPollerState(BatchStates, ChunkStates, JobStates, Flags, Coordinators, Protocol):
     """The slices of the state store that polling batches uses."""
 
 
@@ -55,7 +66,12 @@ class BatchPolls:
         metrics: Metrics,
         deadline: float = float("inf"),
         sleep: Callable[[float], None] = time.sleep,
+        coordinator_id: str | None = None,
+        leads: Callable[[], bool] = lambda: True,
     ) -> None:
+        self._id = coordinator_id
+        self._leads = leads  # whether this coordinator holds the lead now
+        self.own_in_flight = 0  # batches it created still in flight, at the last poll
         self._sleep = sleep  # between reads of a cut result stream (on the I/O pool)
         self._deadline = deadline  # seconds a batch may stay in flight (POLL_DEADLINE)
         self._state = state
@@ -67,11 +83,13 @@ class BatchPolls:
         self._done: dict[str, float] = {}  # each batch in flight: the share of its requests done
 
     async def poll(self) -> bool:
-        """Look at every batch in flight; file the results of those that ended. True when work moved."""
+        """Look at every batch in flight this coordinator polls; file the results of those that
+        ended. True when work moved."""
         moved = False
         active = await self._io(self._state.active_batches)
         self._metrics.batches_in_flight(len(active))
-        for record in active:
+        self.own_in_flight = sum(map(self._owns, active))
+        for record in await self.polled_here(active):
             if record.anthropic_id is None or record.status is BatchStatus.CREATING:
                 continue
             try:
@@ -85,6 +103,16 @@ class BatchPolls:
             except Exception:  # a database error or a bug: the other batches go on
                 log.exception("batch %s: pass failed; will look again", record.anthropic_id)
         return moved
+
+    async def polled_here(self, records: Sequence[BatchRecord]) -> list[BatchRecord]:
+        """Those of ``records`` this coordinator looks after: its own; the lead's also those of no
+        live coordinator."""
+        lead = self._leads()
+        live = set(await self._io(self._state.live_coordinators)) if lead else set()
+        return [r for r in records if self._owns(r) or (lead and r.created_by not in live)]
+
+    def _owns(self, record: BatchRecord) -> bool:
+        return self._id is not None and record.created_by == self._id
 
     async def _isolated(self, record: BatchRecord, work: Awaitable[None]) -> bool:
         try:

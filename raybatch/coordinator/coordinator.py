@@ -1,7 +1,7 @@
 """BatchCoordinator: the one stateful async actor between prepared chunks and filed answers.
 
 One loop alternates two phases: *submit* packs the prepared requests of up to BATCH_SIZE
-jobs into batches and creates them; *poll* looks at every batch the DB says is in flight, writes
+jobs into batches and creates them; *poll* looks at the batches the DB says are in flight, writes
 progress to its jobs and, once a batch has ended, files its results by custom_id. Urgent jobs skip
 batching and go through synchronous calls. The pause flag skips both phases. Everything that blocks
 (SDK, database) runs on the actor's own thread pool, never on the event loop. The DB is the truth:
@@ -10,9 +10,12 @@ the driver re-offers them.
 
 Recovery is a sweep, run at start and every SWEEP_INTERVAL, that closes every window a crash or a
 database error can open. Several coordinators may share one database (two local runs each start
-their own Ray): only the lead (a lease one of them holds) sweeps and polls, and a coordinator's
-synchronous calls carry its own tag, so none releases another's calls in flight. A coordinator no
-driver called for COORDINATOR_IDLE_SECONDS, holding no offer and no call, says it is idle.
+their own Ray; a run with other settings or code gets a coordinator of its own): each polls the
+batches it created, only the lead (a lease the newest live one holds) sweeps and polls those of
+coordinators that stopped, and a coordinator's synchronous calls carry its own tag, so none releases
+another's calls in flight. An outdated coordinator (a newer one beats) so finishes what it holds and
+takes nothing new; no driver called for COORDINATOR_IDLE_SECONDS, holding no offer, no call and no
+batch of its own in flight, it says it is idle.
 
 This class composes the parts, each in its own module: the offered jobs (``offers``), the submit
 phase (``submit``, creating batches through ``batch_create``), the synchronous calls
@@ -134,9 +137,16 @@ class BatchCoordinator:
             metrics=metrics,
             deadline=claude.poll_deadline,
             sleep=sleep,
+            coordinator_id=self.id,
+            leads=lambda: self._recovery.lead,
         )
         creator = BatchCreator(
-            state, batches, io=self._io, outage_budget=claude.outage_budget, metrics=metrics
+            state,
+            batches,
+            io=self._io,
+            outage_budget=claude.outage_budget,
+            metrics=metrics,
+            coordinator_id=self.id,
         )
         self._submitter = Submitter(
             claude,
@@ -232,9 +242,11 @@ class BatchCoordinator:
 
     @property
     def idle(self) -> bool:
-        """No driver called for COORDINATOR_IDLE_SECONDS and nothing is held: no offer, no call."""
+        """No driver called for COORDINATOR_IDLE_SECONDS and nothing is held: no offer, no call, no
+        batch of its own in flight."""
         quiet = self._monotonic() - self._last_call >= self._claude.coordinator_idle_seconds
-        return quiet and not self._offers.by_job and not self._sync.tasks and not self._sync.live
+        held = self._offers.by_job or self._sync.tasks or self._sync.live or self._polls.own_in_flight
+        return quiet and not held
 
     @property
     def _sync_tasks(self) -> set[asyncio.Task[None]]:
@@ -284,15 +296,15 @@ class BatchCoordinator:
             await asyncio.wait_for(self._wake.wait(), seconds)
 
     async def step(self) -> bool:
-        """One pass: the lead sweeps when due; then submit, and the lead polls, unless paused. True
-        when work moved."""
+        """One pass: the lead sweeps when due; then submit and poll (its own batches, and the lead
+        those of no live coordinator), unless paused. True when work moved."""
         await self._recovery.recover()
         if await self._io(self._state.is_paused):
             return False
         await self._recovery.sweep_when_due()
         await self._sync.file_pending()
         submitted = await self._submitter.submit_phase()
-        polled = await self._polls.poll() if self._recovery.lead else False
+        polled = await self._polls.poll()
         if submitted or polled:
             self._delays = poll_backoff(self._claude.poll_interval).delays()
         return submitted

@@ -1,9 +1,10 @@
 """The coordinator's lease and recovery sweep.
 
 Several coordinators may share one database. Each beats in it a few times a lease; only the lead
-(the one holding the lease) sweeps, at start and every SWEEP_INTERVAL: intents never attached are
-adopted or dropped, chunks held by no live batch or call go again, and jobs whose status lags their
-chunks are settled. So every window a crash or a database error can open closes by itself.
+(the one holding the lease: the newest live coordinator) sweeps, at start and every
+SWEEP_INTERVAL: intents never attached are adopted or dropped, chunks held by no live batch or call
+go again, and jobs whose status lags their chunks are settled. So every window a crash or a
+database error can open closes by itself.
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ class Recovery:
         if lead and not self.lead:
             log.info("coordinator %s leads: it sweeps and polls", self._id)
             self.recovered = False  # a new lead recovers what the last one left
+        elif self.lead and not lead:
+            log.info("coordinator %s no longer leads: it finishes its own batches and calls", self._id)
         self.lead = lead
 
     async def sweep(self) -> None:

@@ -26,8 +26,11 @@ from raybatch.state.schema import UtcDateTime, batch_requests, batches, chunks
 class BatchQueries(SqlBase):
     """The batches part of ``SqlStateStore``."""
 
-    def record_batch_intent(self, custom_ids: Sequence[str], request_bytes: int) -> int:
-        """Record, before creating it, a batch of these requests; returns the intent's id.
+    def record_batch_intent(
+        self, custom_ids: Sequence[str], request_bytes: int, created_by: str | None = None
+    ) -> int:
+        """Record, before creating it, a batch of these requests by coordinator ``created_by``;
+        returns the intent's id.
 
         IntentConflict when one of them is no longer waiting to be sent (in another batch, or held
         by another intent still CREATING: the unique ``creating`` column makes that a database rule,
@@ -44,6 +47,7 @@ class BatchQueries(SqlBase):
                     status=BatchStatus.CREATING.value,
                     request_count=len(unique_ids),
                     request_bytes=request_bytes,
+                    created_by=created_by,
                     created_at=now,
                     updated_at=now,
                 )

@@ -1,10 +1,13 @@
 """Coordinators on one database: heartbeats, one lead, and their synchronous calls.
 
-Several coordinators may share a database (two local runs each start their own Ray). Each one
-beats; the lead is a lease that one of them holds at a time, taken by a conditional UPDATE, so only
-it sweeps and polls. The same table holds other named leases (one compaction of the documents table
-at a time). A synchronous call's chunks carry their coordinator's tag: the lead releases
-them only once that coordinator stopped beating.
+Several coordinators may share a database (two local runs each start their own Ray, a run with
+other settings or code gets a coordinator of its own). Each one beats; the lead is a lease that one
+of them holds at a time, taken by a conditional UPDATE, so only it sweeps and polls the batches no
+live coordinator polls. The newest live coordinator leads (by ``started_at``, then id: one order,
+so the lead never goes back and forth): an older one gives the lead up at its first beat after a
+newer one beat, and takes it back only once that one stopped beating. The same table holds other
+named leases (one compaction of the documents table at a time). A synchronous call's chunks carry
+their coordinator's tag: the lead releases them only once that coordinator stopped beating.
 """
 
 from __future__ import annotations
@@ -25,13 +28,29 @@ class CoordinationQueries(SqlBase):
     """The coordinators part of ``SqlStateStore``."""
 
     def beat(self, coordinator_id: str, lease_seconds: float) -> bool:
-        """Record this coordinator alive for ``lease_seconds``; True while it holds the lead."""
+        """Record this coordinator alive for ``lease_seconds``; True while it holds the lead. One
+        that sees a newer live coordinator gives the lead up (False) and does not take it again."""
         with self._write() as conn:
             now = self._now()
             expires = now + timedelta(seconds=lease_seconds)
             insert = self._insert(coordinators).values(id=coordinator_id, started_at=now, expires_at=expires)
             conn.execute(insert.on_conflict_do_update(index_elements=["id"], set_={"expires_at": expires}))
+            if self._newer_live(conn, coordinator_id, now):
+                self._give_up(conn, _LEAD, coordinator_id)
+                return False
             return self._take(conn, _LEAD, coordinator_id, expires)
+
+    @staticmethod
+    def _newer_live(conn: sa.Connection, coordinator_id: str, now: datetime) -> bool:
+        """Whether a coordinator started after this one (ties: a greater id) beats within its lease."""
+        started = sa.select(coordinators.c.started_at).where(coordinators.c.id == coordinator_id)
+        mine = started.scalar_subquery()
+        newer = sa.or_(
+            coordinators.c.started_at > mine,
+            sa.and_(coordinators.c.started_at == mine, coordinators.c.id > coordinator_id),
+        )
+        query = sa.select(coordinators.c.id).where(coordinators.c.expires_at > now, newer).limit(1)
+        return conn.execute(query).first() is not None
 
     def take_lease(self, name: str, holder: str, lease_seconds: float) -> bool:
         """Take or renew the named lease for ``lease_seconds``; False while another holder has it."""
@@ -41,8 +60,12 @@ class CoordinationQueries(SqlBase):
     def give_up_lease(self, name: str, holder: str) -> None:
         """Let the named lease go, if ``holder`` has it."""
         with self._write() as conn:
-            held = sa.and_(coordinator_lead.c.name == name, coordinator_lead.c.holder == holder)
-            conn.execute(sa.delete(coordinator_lead).where(held))
+            self._give_up(conn, name, holder)
+
+    @staticmethod
+    def _give_up(conn: sa.Connection, name: str, holder: str) -> None:
+        held = sa.and_(coordinator_lead.c.name == name, coordinator_lead.c.holder == holder)
+        conn.execute(sa.delete(coordinator_lead).where(held))
 
     def _take(self, conn: sa.Connection, name: str, holder: str, expires: datetime) -> bool:
         conn.execute(

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS = Path(__file__).with_name("migrations")
-HEAD = "0600_replaced_answers"  # the newest script's revision (a test checks it against the scripts)
+HEAD = "0700_batch_creator"  # the newest script's revision (a test checks it against the scripts)
 # Concurrent upgrades of one PostgreSQL database queue on this advisory lock (SQLite's BEGIN
 # IMMEDIATE does the same job there).
 _PG_LOCK_KEY = 0x7261796261746368  # "raybatch"

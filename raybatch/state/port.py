@@ -52,6 +52,7 @@ class BatchRecord:
     created_at: datetime
     ended_at: datetime | None = None
     counts: Mapping[str, int] | None = None
+    created_by: str | None = None  # the coordinator that recorded it (None: recorded before 0600)
 
     @property
     def active(self) -> bool:
@@ -404,10 +405,12 @@ class ChunkStates(Protocol):
 class BatchStates(Protocol):
     """Batch intents and the Message Batches they became."""
 
-    def record_batch_intent(self, custom_ids: Sequence[str], request_bytes: int) -> int:
-        """Record a batch of these requests in status CREATING, before creating it; its id.
-        IntentConflict when one is held by another CREATING intent or no longer waits to be sent
-        (a database rule: two intents never hold one request)."""
+    def record_batch_intent(
+        self, custom_ids: Sequence[str], request_bytes: int, created_by: str | None = None
+    ) -> int:
+        """Record a batch of these requests in status CREATING, before creating it, by coordinator
+        ``created_by``; its id. IntentConflict when one is held by another CREATING intent or no
+        longer waits to be sent (a database rule: two intents never hold one request)."""
         ...
 
     def attach_batch(
@@ -536,7 +539,8 @@ class Coordinators(Protocol):
     """Coordinator heartbeats: who is alive, who leads, and the work a stopped one left."""
 
     def beat(self, coordinator_id: str, lease_seconds: float) -> bool:
-        """Record a coordinator alive for ``lease_seconds``; True while it holds the lead."""
+        """Record a coordinator alive for ``lease_seconds``; True while it holds the lead. The newest
+        live coordinator leads: an older one gives the lead up once it sees a newer one beat."""
         ...
 
     def retire(self, coordinator_id: str) -> None:

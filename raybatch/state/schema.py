@@ -151,6 +151,8 @@ batches = sa.Table(
     sa.Column("ended_at", UtcDateTime()),
     # found by listing after a create that failed, not returned by our own create: yields to it
     sa.Column("adopted", sa.Boolean, nullable=False, server_default=sa.false()),
+    # the coordinator that recorded the intent: it polls the batch while it beats, the lead after
+    sa.Column("created_by", sa.String(64)),
     *_created(),
 )
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
+import pytest
 from driver_support import (
     CoordinatorState,
     StandInCoordinator,
@@ -55,3 +57,18 @@ def test_sigterm_and_a_first_ctrl_c_ask_for_a_drain() -> None:
     with stop_on_signals() as stop:
         os.kill(os.getpid(), signal.SIGINT)  # a first Ctrl-C drains; a second would interrupt
         assert stop()
+
+
+def test_outside_the_drive_a_signal_interrupts_at_once() -> None:
+    """Connected, but the driver takes no work yet (or has ended: the table is compacted): nothing
+    to drain, so SIGTERM interrupts and the run's ``finally`` blocks give back what it holds."""
+    with stop_on_signals(drain=False) as stop:
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler runs at the next instruction: never waited out
+        with stop.draining():  # the driver's loop
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert stop() and stop.signal == signal.SIGTERM
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)  # drained and ended: compacting
+            time.sleep(5)

@@ -1,4 +1,4 @@
-"""Crashes, pauses and modes on local Ray: every document written exactly once, no extra batch."""
+"""Crashes, stops, pauses and modes on local Ray: every document written exactly once, no extra batch."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anthropic
@@ -16,7 +17,7 @@ import pyarrow.parquet as pq
 import pymupdf
 import pytest
 import ray
-from pipeline_support import CorpusRun, corpus_subset, warm_settings
+from pipeline_support import CorpusRun, chunk_answers, corpus_subset, run_settings, warm_settings
 from waiting import wait_for
 
 from raybatch.claude.emulator import EmulatorServer
@@ -27,7 +28,7 @@ from raybatch.pipeline import RunReport, run
 from raybatch.report import evaluate_run
 from raybatch.settings import Settings, StateSettings
 from raybatch.shells.runtime import coordinator_name
-from raybatch.state import SqlStateStore, open_state
+from raybatch.state import SqlStateStore, open_state, open_workload
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -141,6 +142,23 @@ KILL_POINTS = {
 }
 
 
+def cli_run(settings: Settings, folder: Path, emulator: EmulatorServer) -> tuple[list[str], dict[str, str]]:
+    """The ``raybatch run`` command of ``folder`` on the session's Ray, and its environment."""
+    env = {
+        **os.environ,
+        "RAY_ADDRESS": ray.get_runtime_context().gcs_address,
+        "ANTHROPIC_BASE_URL": emulator.base_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "RAYBATCH_LEASE_SECONDS": str(settings.lease_seconds),
+        "RAYBATCH_POLL_INTERVAL": "0.5",
+        "RAYBATCH_DRAIN_SECONDS": str(settings.drain_seconds),
+        "RAYBATCH_BATCH_SIZE": str(settings.batch_size),
+    }
+    command = [sys.executable, "-m", "raybatch.cli", "run", str(folder), "--quiet"]
+    command += ["--db", settings.database_url.get_secret_value(), "--store", settings.store]
+    return command, env
+
+
 @pytest.mark.parametrize("point", list(KILL_POINTS))
 def test_killing_the_driver_and_running_again(
     corpus_run: CorpusRun, emulator: EmulatorServer, tmp_path: Path, point: str
@@ -148,16 +166,7 @@ def test_killing_the_driver_and_running_again(
     emulator.config.processing_seconds = 4.0
     truth = corpus_subset(corpus_run, FILES, tmp_path / "in")
     settings = warm_settings(corpus_run, tmp_path / "home", emulator)
-    env = {
-        **os.environ,
-        "RAY_ADDRESS": ray.get_runtime_context().gcs_address,
-        "ANTHROPIC_BASE_URL": emulator.base_url,
-        "ANTHROPIC_API_KEY": "test-key",
-        "LEASE_SECONDS": str(settings.lease_seconds),
-        "POLL_INTERVAL": "0.5",
-    }
-    command = [sys.executable, "-m", "raybatch.cli", "run", str(tmp_path / "in"), "--quiet"]
-    command += ["--db", settings.database_url.get_secret_value(), "--store", settings.store]
+    command, env = cli_run(settings, tmp_path / "in", emulator)
     driver = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: KILL_POINTS[point](state_of(settings)), what=point)
@@ -167,6 +176,77 @@ def test_killing_the_driver_and_running_again(
     report = Background(settings, str(tmp_path / "in")).join()
     assert report.ok
     assert_written_once(settings, truth, emulator)
+
+
+DRAIN_SECONDS = 8.0
+STOP_MARGIN = 30.0  # the drain's bound, then handing back and leaving Ray, on busy cores
+
+
+def one_page_pdfs(folder: Path, count: int) -> Path:
+    """``count`` one-page PDFs with a text layer (nothing to OCR) in ``folder``."""
+    folder.mkdir(parents=True)
+    for n in range(count):
+        with pymupdf.open() as doc:
+            doc.new_page().insert_text((72, 72), f"INVOICE {n:04d}\nTotal due: {10 * n + 10} EUR")
+            doc.save(folder / f"invoice_{n}.pdf")
+    return folder
+
+
+def writes_to_come(state: SqlStateStore) -> bool:
+    """Answers are filed, and some of their jobs are still to be written or being written."""
+    statuses = {j.status for j in state.list_jobs()}
+    answered = {JobStatus.ANSWERED, JobStatus.WRITING, JobStatus.COMPLETED}
+    return bool(statuses & answered) and statuses != {JobStatus.COMPLETED}
+
+
+def test_sigterm_drains_a_real_run_and_the_next_run_finishes_it(
+    ray_session: None, emulator: EmulatorServer, tmp_path: Path
+) -> None:
+    """A real SIGTERM to ``raybatch run`` while answers are written: it exits 130 within
+    DRAIN_SECONDS and a margin, saying so; no lease is left to run out; every job is done, claimable
+    or in a batch the coordinator files; the same command again completes them all, and no chunk
+    was answered twice."""
+    emulator.config.processing_seconds = 2.0
+    folder = one_page_pdfs(tmp_path / "in", 6)
+    settings = run_settings(tmp_path / "home", emulator, drain_seconds=DRAIN_SECONDS, batch_size=2)
+    command, env = cli_run(settings, folder, emulator)
+    out = (tmp_path / "first.log").open("w+")
+    driver = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, text=True)
+    state = state_of(settings)
+    try:
+        wait_for(lambda: writes_to_come(state), what="answers filed, writes to come", interval=0.05)
+    finally:
+        driver.send_signal(signal.SIGTERM)
+        asked = time.monotonic()
+        try:
+            driver.wait(timeout=DRAIN_SECONDS + STOP_MARGIN)
+        except subprocess.TimeoutExpired:
+            driver.kill()
+            driver.wait()
+    took = time.monotonic() - asked
+    said = (tmp_path / "first.log").read_text()
+    assert driver.returncode == 130, said
+    assert took < DRAIN_SECONDS + STOP_MARGIN, f"the drain took {took:.0f} s"
+    assert "SIGTERM: the run drains and stops" in said and "stopped:" in said, said
+    assert "interrupted; run the same command again to resume" in said, said
+
+    now = datetime.now(UTC)
+    jobs = state.list_jobs()
+    held = [j.id for j in jobs if j.held_until is not None and j.held_until > now]
+    assert not held, f"leases left to run out: {describe(state)}"
+    claimable = {JobStatus.COMPLETED, JobStatus.PENDING, JobStatus.PREPARED, JobStatus.ANSWERED}
+    in_flight = {b.anthropic_id for b in state.active_batches()}
+    for job in jobs:  # done, claimable by the next driver, or in a batch the coordinator files
+        chunks = {c.batch_id for c in state.get_chunks(job.id)}
+        assert job.status in claimable or chunks <= in_flight, describe(state)
+    assert not open_workload(settings.section(StateSettings)).live_leases(), "the run's units are held"
+
+    again = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert {j.status for j in state.list_jobs()} == {JobStatus.COMPLETED}, describe(state)
+    assert len(state.list_jobs()) == 6
+    twice = {cid: n for cid, n in chunk_answers(emulator.app.answers()).items() if n > 1}
+    assert not twice, f"chunks answered twice: {twice}"
 
 
 def test_pause_holds_submissions_and_polls_until_resumed(

@@ -28,13 +28,35 @@ def job(store: SqlStateStore, n: int, status: JobStatus = JobStatus.PREPARED) ->
 
 def test_one_lead_at_a_time_and_it_passes_on(store: SqlStateStore, clock: FakeClock) -> None:
     assert store.beat("a", 30) is True
-    assert store.beat("b", 30) is False  # a holds it
     assert store.beat("a", 30) is True  # renewed
+    assert store.beat("b", 30) is False  # a holds it
     clock.advance(31)  # a went silent
     assert store.beat("b", 30) is True
     assert store.live_coordinators() == ["b"]
     store.retire("b")
     assert store.beat("a", 30) is True  # given up at once, no wait
+
+
+def test_the_newest_live_coordinator_leads_and_an_older_one_gives_the_lead_up(
+    store: SqlStateStore, clock: FakeClock
+) -> None:
+    """A run with other settings or code gets a coordinator of its own: the older one stops leading
+    (no sweep, no poll of others' batches) at its next beat, the lead never goes back and forth, and
+    a newer one that dies hands it back once its heartbeat lapses."""
+    assert store.beat("old", 30) is True
+    assert store.take_lease("compact.documents", "old", 60) is True
+    clock.advance(1)
+    assert store.beat("new", 30) is False  # old holds the lead until it sees the newer one
+    assert store.beat("old", 30) is False  # it sees it: the lead is given up
+    for _ in range(3):  # no going back and forth
+        assert store.beat("new", 30) is True
+        assert store.beat("old", 30) is False
+        clock.advance(10)
+    assert store.take_lease("compact.documents", "other", 60) is False  # other leases stay held
+    assert store.beat("old", 30) is False
+    clock.advance(21)  # new died 31 s ago: its heartbeat and lead lapsed
+    assert store.beat("old", 30) is True
+    assert store.live_coordinators() == ["old"]
 
 
 def test_a_named_lease_has_one_holder_and_leaves_the_lead_alone(
@@ -116,3 +138,12 @@ def test_no_document_rows_for_a_canceled_job(store: SqlStateStore) -> None:
         store.upsert_documents(job_id, [doc])
     assert store.delete_documents(job_id) == 1
     assert store.list_documents(job_id) == []
+
+
+def test_a_batch_names_the_coordinator_that_recorded_it(store: SqlStateStore) -> None:
+    """Its creator polls it while it beats (with its own settings and key); the lead polls the rest."""
+    job_id = job(store, 1)
+    ours = store.record_batch_intent([custom_id(job_id, 0)], 10, "coordinator-a")
+    unknown = store.record_batch_intent([custom_id(job_id, 1)], 10)
+    by_id = {b.id: b.created_by for b in store.active_batches()}
+    assert by_id == {ours: "coordinator-a", unknown: None}
