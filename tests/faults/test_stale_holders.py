@@ -87,7 +87,7 @@ def test_a_stale_writer_parks_nothing(
     def outage(*_: Any) -> int:
         raise StorageUnavailable("the store went away (injected)")
 
-    monkeypatch.setattr(writer, "_write", outage)
+    monkeypatch.setattr(writer, "write_outputs", outage)
     report = writer.write(stale)
     assert report.status is JobStatus.WRITING, report
     assert_still_held(timed, fresh, JobStatus.WRITING)
