@@ -16,6 +16,7 @@ from raybatch.models import JobStatus, Lease
 from raybatch.objects import MemoryObjectStore
 from raybatch.settings import ClaudeSettings, PrepareSettings, StateSettings, StoreSettings
 from raybatch.state import SqlStateStore, open_state
+from raybatch.work.table_sink import TableSink
 from raybatch.work.writer import ResultWriter
 
 
@@ -119,3 +120,27 @@ def test_each_job_of_a_group_is_fenced_by_its_own_lease(state: SqlStateStore, tm
     for job_id in (jobs[1], jobs[3]):
         assert_written_once(state, store, job_id, documents=1)
     assert {r["job_id"] for r in table_rows(store, keys)} == {jobs[1], jobs[3]}
+
+
+def test_rows_that_break_the_group_table_file_fail_their_job_alone(
+    state: SqlStateStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Should the group's table file fail for one job's rows, each job's rows are appended alone:
+    that job fails with its cause, the others are completed."""
+    jobs = [answered_file_job(state, tmp_path, n) for n in range(3)]
+    append = TableSink.append
+
+    def breaks_on_job_1(sink: TableSink, rows: Any) -> str | None:
+        if jobs[1] in {r.job.id for r in rows}:
+            raise ValueError("a value the table cannot hold (injected)")
+        return append(sink, rows)
+
+    monkeypatch.setattr(TableSink, "append", breaks_on_job_1)
+    store = MemoryObjectStore()
+
+    reports = writer(state, store).write_group(claim(state, jobs))
+
+    assert [r.status for r in reports] == [JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.COMPLETED]
+    assert "ValueError" in (reports[1].error or "") and state.get_job(jobs[1]).error_class == "ValueError"
+    for job_id in (jobs[0], jobs[2]):
+        assert_written_once(state, store, job_id, documents=1)
