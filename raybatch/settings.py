@@ -262,7 +262,11 @@ class WriterSettings(_Section):
     )
     max_concurrent_mb: int = Field(1024, ge=1, description="source MiB (2²⁰ bytes) the writers hold at once")
     result_resource: str = Field("result_mb", description="the custom Ray resource the writers hold")
-    write_timeout: float = Field(1800.0, gt=0, description="seconds one job's write may run, then stopped")
+    write_timeout: float = Field(
+        1800.0,
+        gt=0,
+        description="seconds one job's write may run, then stopped (a call carrying n jobs: n times)",
+    )
     drain_seconds: float = Field(
         30.0,
         ge=0,

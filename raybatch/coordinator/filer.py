@@ -58,9 +58,16 @@ class ResultFiler:
         """Every chunk of a lost batch goes again in a later one (within its attempts)."""
         return sum(self._again(batch_id, cid, error, message) for cid in expected)
 
+    def settle_all(self, job_ids: Iterable[int]) -> dict[int, JobStatus | None]:
+        """``settle`` for each of these jobs, their chunks read in one query."""
+        chunks = self._state.chunks_of(job_ids)
+        return {job_id: self._settle(job_id, chunks[job_id]) for job_id in sorted(chunks)}
+
     def settle(self, job_id: int) -> JobStatus | None:
         """Answered when every chunk succeeded, failed when one failed, prepared again to retry."""
-        chunks = self._state.get_chunks(job_id)
+        return self._settle(job_id, self._state.get_chunks(job_id))
+
+    def _settle(self, job_id: int, chunks: Sequence[ChunkRecord]) -> JobStatus | None:
         if not chunks:
             return None
         statuses = {c.status for c in chunks}
@@ -82,7 +89,7 @@ class ResultFiler:
 
     def _chunks_by_id(self, custom_ids: Iterable[str]) -> dict[str, ChunkRecord]:
         jobs = {ids[0] for cid in custom_ids if (ids := parse_custom_id(cid))}
-        return {c.custom_id: c for job in jobs for c in self._state.get_chunks(job)}
+        return {c.custom_id: c for chunks in self._state.chunks_of(jobs).values() for c in chunks}
 
     def _file_one(self, batch_id: str, filed: Filed, chunk: ChunkRecord | None) -> int:
         result = filed.result

@@ -16,6 +16,7 @@ from raybatch.models import JobStatus, ProcessingMode
 from raybatch.state.port import StateStore
 
 log = logging.getLogger(__name__)
+_SETTLED = (JobStatus.ANSWERED, JobStatus.FAILED)  # a job settled so lets go of its payloads
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,8 @@ class Offers:
 
     async def settle(self, job_ids: set[int]) -> None:
         """Move each job on by its chunks: answered, failed, back to prepared for a retry, or wait."""
-        for job_id in sorted(job_ids):
-            outcome = await self._io(self._filer.settle, job_id)
-            if outcome in (JobStatus.ANSWERED, JobStatus.FAILED):
-                self.forget([job_id])
+        outcomes = await self._io(self._filer.settle_all, job_ids)  # their chunks read at once
+        self.forget([job_id for job_id, outcome in outcomes.items() if outcome in _SETTLED])
 
     async def fail_jobs(self, job_ids: set[int], exc: BaseException) -> None:
         """Fail ``job_ids`` with ``exc``; a rejected key also stops all sending."""

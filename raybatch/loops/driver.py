@@ -31,6 +31,7 @@ from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, 
 from raybatch.retry import Backoff, retrying
 from raybatch.spend import parked_reason
 from raybatch.state.port import Flags, JobGlance, JobStates
+from raybatch.steps.deal import GROUP_JOBS
 
 log = logging.getLogger(__name__)
 
@@ -401,7 +402,7 @@ class Driver:
         now = self._monotonic()
         if not self._candidates or now - self._asked_answered >= ANSWERED_POLL_SECONDS:
             self._asked_answered = now
-            limit = 2 * (writers.idle_count + len(writers.leases)) + 8
+            limit = GROUP_JOBS * writers.idle_count + 2 * len(writers.leases) + 8  # a call may take a group
             answered = [JobStatus.ANSWERED]
             self._candidates = self._state.claimable_jobs(answered, JobStatus.WRITING, limit=limit)
         for job_id in writers.admit(self._candidates):

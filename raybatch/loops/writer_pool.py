@@ -5,6 +5,11 @@ MAX_CONCURRENT_MB — or when nothing is in flight, so a job larger than the who
 runs, alone. Jobs are taken in order, urgent ones first: a large job is never starved by smaller
 ones behind it. A writer takes work only once Ray has placed it (a second run on a busy cluster may
 wait for room for its writers while the first run's writers go on).
+
+Small jobs travel in groups (``raybatch.steps.deal``): one write call carries several, each under
+its own lease, and the budget counts every job of every call in flight. Urgent jobs and larger ones
+go alone, and so does a job whose group's writer died (a file that kills its writer costs only
+itself further tries).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ray
@@ -23,6 +28,8 @@ from raybatch.errors import LeaseLost, RaybatchError, TimeLimitExceeded, error_c
 from raybatch.metrics import Metrics
 from raybatch.models import JobRecord, JobStatus, Lease, Priority
 from raybatch.state.port import JobStates
+from raybatch.steps import deal as dealing
+from raybatch.steps.deal import Dealt, deal
 from raybatch.units import MIB
 from raybatch.work.writer import WriteReport
 
@@ -55,10 +62,19 @@ def _order(job: JobRecord) -> tuple[bool, int]:
 
 @dataclass
 class _Running:
+    """One write call in flight: its writer and the jobs it carries, in order."""
+
     writer: Any
-    lease: Lease
-    size_mb: float
+    leases: list[Lease]
+    sizes_mb: list[float] = field(default_factory=list)
     started: float = 0.0  # monotonic
+
+    @property
+    def size_mb(self) -> float:
+        return sum(self.sizes_mb)
+
+    def carries(self, job_id: int) -> bool:
+        return any(lease.job_id == job_id for lease in self.leases)
 
 
 class WriterPool:
@@ -98,6 +114,7 @@ class WriterPool:
         self._running: dict[Any, _Running] = {}
         self.reports: list[WriteReport] = []
         self.gone: set[int] = set()  # jobs the last admit found no longer to be written by this pool
+        self._alone: set[int] = set()  # jobs whose group's writer died: each goes alone next time
         self._placed_check = placed_check
         self._placing: dict[int, Any] = {}
         self.grow(writers)
@@ -125,7 +142,7 @@ class WriterPool:
 
     @property
     def leases(self) -> list[Lease]:
-        return [r.lease for r in self._running.values()]
+        return [lease for r in self._running.values() for lease in r.leases]
 
     @property
     def refs(self) -> list[Any]:
@@ -138,10 +155,12 @@ class WriterPool:
 
     def short_of_writers(self, answered: Sequence[JobRecord]) -> bool:
         """True when every writer is busy (none is still being placed or restarted) and the next of
-        ``answered`` would be admitted under the budget if one were free: another writer would have
-        work at once."""
+        ``answered`` would be admitted under the budget if one were free, or a call carries several
+        jobs (they ride together for want of writers): another writer would have work at once."""
         if self._placed() or self._placing or self._restarting or not self._running:
             return False
+        if any(len(running.leases) > 1 for running in self._running.values()):
+            return True
         skip = self._taken()
         waiting = [j for j in answered if j.id not in skip]
         if not waiting:
@@ -151,16 +170,16 @@ class WriterPool:
 
     def _taken(self) -> set[int]:
         """Jobs not to admit: the ones being written, and the ones another driver took."""
-        return {r.lease.job_id for r in self._running.values()} | self.gone
+        return {lease.job_id for lease in self.leases} | self.gone
 
     def holds(self, job_id: int) -> bool:
         """True while one of the writers writes this job."""
-        return any(r.lease.job_id == job_id for r in self._running.values())
+        return any(r.carries(job_id) for r in self._running.values())
 
     def renewed(self, leases: dict[int, Lease]) -> None:
         """Take the renewed leases (same tokens, later expiry)."""
         for running in self._running.values():
-            running.lease = leases.get(running.lease.job_id, running.lease)
+            running.leases = [leases.get(lease.job_id, lease) for lease in running.leases]
 
     def tick(self, answered: Sequence[JobRecord]) -> list[WriteReport]:
         """Collect finished writes, then admit jobs in order while the budget allows."""
@@ -171,37 +190,39 @@ class WriterPool:
     def admit(self, answered: Sequence[JobRecord]) -> list[int]:
         """Admit jobs (urgent first, then in id order) while a writer is idle and the budget allows:
         answered ones, and ones a dead driver was writing (their expired lease lets the claim
-        through); their ids. The jobs chosen are claimed in one statement; those another driver
-        took meanwhile go to ``gone`` and the next ones are chosen in their place."""
+        through); their ids. The jobs chosen, for all idle writers, are claimed in one statement;
+        those another driver took meanwhile go to ``gone`` and the next ones are chosen in their place."""
         self.gone = set()
         admitted: list[int] = []
-        while chosen := self._choose(answered):
-            leases = self._claim([job.id for job, _ in chosen])
-            started = [job.id for job, mb in chosen if job.id in leases and self._start(leases[job.id], mb)]
-            admitted += started
-            lost = {job.id for job, _ in chosen} - set(started)
+        while calls := self._choose(answered):
+            chosen = [dealt.job.id for call in calls for dealt in call]
+            leases = self._claim(chosen)
+            for call in calls:
+                admitted += self._start([(leases[d.job.id], d.size_mb) for d in call if d.job.id in leases])
+            lost = set(chosen) - set(admitted)
             if not lost:
                 break
             self.gone |= lost
         self._metrics.writer_mb_in_flight(self.in_flight_mb)
         return admitted
 
-    def _choose(self, answered: Sequence[JobRecord]) -> list[tuple[JobRecord, float]]:
-        """The jobs (with their MB) the idle writers may take now, in order, within the budget."""
+    def _choose(self, answered: Sequence[JobRecord]) -> list[list[Dealt[JobRecord]]]:
+        """The jobs the idle writers may take now, in order, within the budget (every job counts),
+        dealt into one call per writer."""
         skip = self._taken()
-        chosen: list[tuple[JobRecord, float]] = []
+        picked: list[Dealt[JobRecord]] = []
         free, in_flight_mb, running = len(self._placed()), self.in_flight_mb, len(self._running)
         for job in sorted(answered, key=_order):
-            if len(chosen) >= free:
+            if len(picked) >= free * dealing.GROUP_JOBS:
                 break
             if job.id in skip:
                 continue
             size_mb = job.size_bytes / MIB
             if not admissible(in_flight_mb, size_mb, self._budget_mb, running):
                 break
-            chosen.append((job, size_mb))
+            picked.append(Dealt(job, size_mb, alone=job.priority is URGENT or job.id in self._alone))
             in_flight_mb, running = in_flight_mb + size_mb, running + 1
-        return chosen
+        return deal(picked, free)
 
     def drain(self, timeout: float = 60.0) -> list[WriteReport]:
         """Wait for the writes still running (their jobs have ended) and collect their reports."""
@@ -216,8 +237,9 @@ class WriterPool:
         handed = []
         for ref, running in list(self._running.items()):
             del self._running[ref]
-            self._release(running.lease, attempts=max(0, running.lease.attempt - 1))
-            handed.append(running.lease.job_id)
+            for lease in running.leases:
+                self._release(lease, attempts=max(0, lease.attempt - 1))
+                handed.append(lease.job_id)
         return handed
 
     def _claim(self, job_ids: list[int]) -> dict[int, Lease]:
@@ -232,16 +254,24 @@ class WriterPool:
         )
         return {lease.job_id: lease for lease in leases}
 
-    def _start(self, lease: Lease, size_mb: float) -> bool:
-        """Hand a claimed job to an idle writer; a job past its tries fails instead."""
-        if lease.attempt > self._max_attempts:
+    def _start(self, group: list[tuple[Lease, float]]) -> list[int]:
+        """Hand claimed jobs to an idle writer, in one call; a job past its tries fails instead.
+        The jobs started."""
+        started = []
+        for lease, size_mb in group:
+            if lease.attempt <= self._max_attempts:
+                started.append((lease, size_mb))
+                continue
             reason = f"writing failed {lease.attempt - 1} times"
             with contextlib.suppress(LeaseLost):  # canceled since the claim: the cancel stands
                 self._state.fail_job(lease.job_id, "write", "AttemptsExhausted", reason, lease=lease)
-            return False
+        if not started:
+            return []
         writer = self._idle.pop(self._idle.index(self._placed()[0]))
-        self._running[writer.write.remote(lease)] = _Running(writer, lease, size_mb, self._monotonic())
-        return True
+        leases, sizes = [lease for lease, _ in started], [mb for _, mb in started]
+        self._running[writer.write_group.remote(leases)] = _Running(writer, leases, sizes, self._monotonic())
+        self._alone.difference_update(lease.job_id for lease in leases)
+        return [lease.job_id for lease in leases]
 
     def collect(self) -> list[WriteReport]:
         """The writes that ended since the last call; their writers are idle again."""
@@ -252,17 +282,41 @@ class WriterPool:
         for ref in done:
             running = self._running.pop(ref)
             try:
-                report: WriteReport = self._get(ref)
-            except RayError as exc:  # the writer process died: the job goes back to be written again
-                log.warning("writer died on job %d: %s", running.lease.job_id, error_class(exc))
-                self._release(running.lease)
-                # Ray restarts it; a call sent meanwhile would fail too, and cost its job a try.
-                self._restarting[running.writer] = None
-                continue
-            self._idle.append(running.writer)
-            finished.append(report)
-            self.reports.append(report)
+                reports: list[WriteReport] = self._get(ref)
+            except RayError as exc:  # the writer process died: its jobs go back to be written again
+                reports = self._died(running, exc)
+            else:
+                self._idle.append(running.writer)
+            finished += reports
+            self.reports += reports
         return finished
+
+    def _died(self, running: _Running, exc: RayError) -> list[WriteReport]:
+        """A write call whose writer died: the jobs it had not ended go back to answered (each
+        alone next time, if it was in a group); the ones it ended (failed, say) are reported."""
+        ids = [lease.job_id for lease in running.leases]
+        log.warning("writer died on jobs %s: %s", ids, error_class(exc))
+        for lease in running.leases:
+            self._release(lease)
+        if len(ids) > 1:
+            self._alone.update(ids)
+        # Ray restarts it; a call sent meanwhile would fail too, and cost its jobs a try.
+        self._restarting[running.writer] = None
+        return self._ended(running)
+
+    def _ended(self, running: _Running) -> list[WriteReport]:
+        """Reports for the jobs of a call that ended before it was stopped (its writer died, or it
+        ran out of time): they are no longer being written."""
+        try:
+            statuses = self._state.job_statuses(lease.job_id for lease in running.leases)
+        except RaybatchError:  # the database is away: the driver's sweep learns how they ended
+            return []
+        now = time.time()
+        return [
+            WriteReport(lease.job_id, statuses[lease.job_id], mb, now, now, 0, 0.0)
+            for lease, mb in zip(running.leases, running.sizes_mb, strict=True)
+            if lease.job_id in statuses and statuses[lease.job_id].terminal
+        ]
 
     def _rejoin(self) -> None:
         """A restarted writer takes work again once it answers: a call sent while Ray restarts
@@ -283,26 +337,31 @@ class WriterPool:
             self._idle.append(writer)
 
     def _expire(self) -> list[WriteReport]:
-        """Writes running past WRITE_TIMEOUT (a hung upload or slice): the writer is restarted (the
-        only way to stop a call in flight) and the job goes back to answered for another try, or
-        fails ``TimeLimitExceeded`` on its last one."""
+        """Writes running past WRITE_TIMEOUT a job (a hung upload or slice): the writer is restarted
+        (the only way to stop a call in flight) and each job not ended goes back to answered for
+        another try, alone if it was in a group, or fails ``TimeLimitExceeded`` on its last one."""
         self._rejoin()
         if self._timeout is None:
             return []
         now = self._monotonic()
         reports = []
         for ref, running in list(self._running.items()):
-            if now - running.started <= self._timeout:
+            if now - running.started <= self._timeout * len(running.leases):  # the limit is per job
                 continue
             del self._running[ref]
             self._kill(running.writer)
             self._restarting[running.writer] = None  # restarted by Ray
-            reports.append(self._time_out(running))
-            self.reports.append(reports[-1])
+            ended = self._ended(running)
+            done = {report.job_id for report in ended}
+            left = zip(running.leases, running.sizes_mb, strict=True)
+            reports += ended + [self._time_out(lease, mb) for lease, mb in left if lease.job_id not in done]
+            if len(running.leases) > 1:  # the one that hung costs the others no second wait
+                self._alone.update(lease.job_id for lease in running.leases)
+        self.reports += reports
         return reports
 
-    def _time_out(self, running: _Running) -> WriteReport:
-        lease, limit = running.lease, f"WRITE_TIMEOUT ({self._timeout:g} s)"
+    def _time_out(self, lease: Lease, size_mb: float) -> WriteReport:
+        limit = f"WRITE_TIMEOUT ({self._timeout:g} s)"
         status = JobStatus.ANSWERED
         try:
             if lease.attempt >= self._max_attempts:
@@ -316,7 +375,7 @@ class WriterPool:
             reason = f"writing ran past {limit}; could not record it: {exc}"
         now = time.time()
         error = f"{TimeLimitExceeded.__name__}: {reason}"
-        return WriteReport(lease.job_id, status, running.size_mb, now, now, 0, 0.0, error)
+        return WriteReport(lease.job_id, status, size_mb, now, now, 0, 0.0, error)
 
     def _release(self, lease: Lease, **fields: int) -> None:
         try:

@@ -37,6 +37,10 @@ class WriterActor:
     def write(self, lease: Lease) -> WriteReport:
         return self._writer.write(lease)
 
+    def write_group(self, leases: list[Lease]) -> list[WriteReport]:
+        """Several small jobs in one call, one table file for them (see ``WriterPool``)."""
+        return self._writer.write_group(leases)
+
 
 def start_writers(settings: Settings, run_id: str) -> list[Any]:
     """RESULT_WORKERS writer actors (see ``start_writer``)."""

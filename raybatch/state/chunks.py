@@ -226,6 +226,18 @@ class ChunkQueries(SqlBase):
         with self._read() as conn:
             return [chunk_record(row) for row in conn.execute(query)]
 
+    def chunks_of(self, job_ids: Iterable[int]) -> dict[int, list[ChunkRecord]]:
+        """The chunks of each of these jobs, in order of n (one query per slice of ids); a job
+        without chunks maps to an empty list."""
+        found: dict[int, list[ChunkRecord]] = {job_id: [] for job_id in job_ids}
+        with self._read() as conn:
+            for group in in_groups(sorted(found)):
+                query = sa.select(chunk_rows).where(chunk_rows.c.job_id.in_(group))
+                for row in conn.execute(query.order_by(chunk_rows.c.job_id, chunk_rows.c.n)):
+                    record = chunk_record(row)
+                    found[record.job_id].append(record)
+        return found
+
     def chunk_counts(self, job_ids: Iterable[int] | None = None) -> dict[int, dict[ChunkStatus, int]]:
         """For each job with chunks: how many are in each status (zeros included)."""
         query = sa.select(chunk_rows.c.job_id, chunk_rows.c.status, sa.func.count()).group_by(

@@ -330,6 +330,10 @@ class ChunkStates(Protocol):
         """A job's chunks in order of n."""
         ...
 
+    def chunks_of(self, job_ids: Iterable[int]) -> dict[int, list[ChunkRecord]]:
+        """The chunks of each of these jobs, in order of n (a job without chunks: an empty list)."""
+        ...
+
     def chunk_counts(self, job_ids: Iterable[int] | None = None) -> dict[int, dict[ChunkStatus, int]]:
         """For each job with chunks: how many are in each status (zeros included)."""
         ...

@@ -1,10 +1,11 @@
-"""ResultWriter: one answered job → its documents in object storage, its rows, its manifest.
+"""ResultWriter: answered jobs → their documents in object storage, their rows, their manifests.
 
-Per job: stitch the chunk answers (validated when filed), take each page's text (its text layer,
-else the OCR's), slice each document's pages into its own PDF turned upright (scanned pages made
-searchable), draw a thumbnail, upload the PDF, the thumbnail and the text, score each document and
-mark the doubtful ones for review, then group, upsert rows and write the manifest
-(``write_outputs``); then append the jobs' rows to the Parquet table, one file for the group, and
+A call writes one job or a group of small ones (``write_group``), each under its own lease and
+failing alone. Per job: stitch the chunk answers (validated when filed), take each page's text
+(its text layer, else the OCR's), slice each document's pages into its own PDF turned upright
+(scanned pages made searchable), draw a thumbnail, upload the PDF, the thumbnail and the text, score
+each document and mark the doubtful ones for review, then group, upsert rows and write the manifest
+(``write_outputs``); then append the group's rows to the Parquet table, one file for the group, and
 complete each job under its lease (``finish``). A source a person reviewed keeps its reviewed
 documents: a rerun or ``--force`` slices them again, never the model's answer. Keys come from ids,
 so a rerun rewrites the same objects and rows, and its table rows supersede the old ones; a
@@ -26,6 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import lru_cache
 from threading import BoundedSemaphore
 from typing import Protocol
 
@@ -116,7 +118,7 @@ def page_rotations(chunks: Sequence[ChunkRecord], stitched: Sequence[StitchedDoc
 
 
 class ResultWriter:
-    """Writes answered jobs. One instance per writer actor; each call writes one job."""
+    """Writes answered jobs. One instance per writer actor; each call writes one job or a group."""
 
     def __init__(
         self,
@@ -145,6 +147,7 @@ class ResultWriter:
         self._thresholds = Thresholds((review or ReviewSettings()).review_below)
         self._classes: ClassesFile = classes_of(claude)
         self._classes_sha: str | None = None  # kept in the database on the first write
+        self._spellings: set[tuple[str, tuple[str, ...]]] | None = None  # known groups, read once a call
 
     @property
     def classes(self) -> ClassesFile:
@@ -168,17 +171,47 @@ class ResultWriter:
 
     def write(self, lease: Lease) -> WriteReport:
         """Write one job held under ``lease``; failures end the job (permanent) or release it."""
-        started = time.time()
-        job = self._state.get_job(lease.job_id)
-        count = pending = 0
+        [report] = self.write_group([lease])
+        return report
+
+    def write_group(self, leases: Sequence[Lease]) -> list[WriteReport]:
+        """Write these jobs, each under its own lease and failing alone: their outputs one after
+        another, then one table file for those written, and each completed. Their jobs and chunks,
+        and the groups other jobs made, are read once for the call. A report per job, in order."""
+        ids = [lease.job_id for lease in leases]
+        jobs = {job.id: job for job in self._state.get_jobs(ids)}
+        chunks = self._state.chunks_of(ids)
+        began: dict[int, float] = {}
+        written: list[tuple[Lease, JobRows]] = []
+        ended: dict[int, tuple[JobStatus, str | None]] = {}
         try:
-            count, pending = self._write(job, lease)
-            status, error = JobStatus.COMPLETED, None
-        except Exception as exc:  # every failure is this job's, not the writer's: see _failed
-            status, error = self._failed(job, lease, exc)
+            for lease in leases:
+                job = jobs[lease.job_id] if lease.job_id in jobs else self._state.get_job(lease.job_id)
+                began[job.id], jobs[job.id] = time.time(), job
+                try:
+                    written.append((lease, self.write_outputs(job, lease, chunks[job.id])))
+                except Exception as exc:  # every failure is this job's, not the writer's: see _failed
+                    ended[job.id] = self._failed(job, lease, exc)
+        finally:
+            self._spellings = None
+        refused = self.finish(written)
+        for lease, rows in written:
+            cause = refused.get(lease.job_id)
+            ended[lease.job_id] = (
+                self._failed(rows.job, lease, cause) if cause else (JobStatus.COMPLETED, None)
+            )
+        kept = {lease.job_id: rows for lease, rows in written}
+        return [self._report(jobs[i], began[i], *ended[i], kept.get(i)) for i in ids]
+
+    def _report(
+        self, job: JobRecord, started: float, status: JobStatus, error: str | None, rows: JobRows | None
+    ) -> WriteReport:
         self._metrics.job_finished(status, job.priority)
+        docs = rows.documents if rows is not None and status is JobStatus.COMPLETED else []
+        pending = sum(1 for doc in docs if doc.review == ReviewState.PENDING)
+        ended, peak = time.time(), _peak_rss_mb()
         return WriteReport(
-            job.id, status, job.size_bytes / MIB, started, time.time(), count, _peak_rss_mb(), error, pending
+            job.id, status, job.size_bytes / MIB, started, ended, len(docs), peak, error, pending
         )
 
     def _failed(self, job: JobRecord, lease: Lease, exc: Exception) -> tuple[JobStatus, str]:
@@ -212,14 +245,12 @@ class ResultWriter:
         """The documents table this writer appends to."""
         return TableSink(self._store, self._keys(), now=self._now, classes=self._classes)
 
-    def _write(self, job: JobRecord, lease: Lease) -> tuple[int, int]:
-        rows = self.write_outputs(job, lease)
-        self.finish([(lease, rows)])
-        return len(rows.documents), sum(1 for doc in rows.documents if doc.review == ReviewState.PENDING)
-
-    def write_outputs(self, job: JobRecord, lease: Lease) -> JobRows:
-        """A job's objects, rows, groups and manifest; its table rows, to be appended by ``finish``."""
-        chunks = self._state.get_chunks(job.id)
+    def write_outputs(
+        self, job: JobRecord, lease: Lease, chunks: Sequence[ChunkRecord] | None = None
+    ) -> JobRows:
+        """A job's objects, rows, groups and manifest; its table rows, to be appended by ``finish``.
+        ``chunks``: the job's, when already read."""
+        chunks = self._state.get_chunks(job.id) if chunks is None else chunks
         answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
         stitched = stitch(answers, job.pages or 0, self._classes)
         rotations = page_rotations(chunks, stitched)
@@ -270,21 +301,49 @@ class ResultWriter:
         self._put_json(self._keys().manifest(job.id), self._manifest(job, records, chunks))
         return JobRows(job, records, self._provenance(), chunks, self._stored_texts(records))
 
-    def finish(self, written: Sequence[tuple[Lease, JobRows]]) -> None:
-        """Append a group of written jobs' rows to the table (one file), then complete each job.
+    def finish(self, written: Sequence[tuple[Lease, JobRows]]) -> dict[int, Exception]:
+        """Append a group of written jobs' rows to the table (one file), then complete each job;
+        what refused each job that was not completed (its lease lost, an outage), by job id.
 
         A job whose completion is refused after the append (its lease lost) is written again later:
         its newer rows supersede these (``raybatch.steps.table_files``)."""
-        for lease, _ in written:
-            self._fence(lease)
-        self.table().append([rows for _, rows in written])
-        classes_sha = self._recorded_classes()
+        refused: dict[int, Exception] = {}
+        held = []
         for lease, rows in written:
+            try:
+                self._fence(lease)
+                held.append((lease, rows))
+            except Exception as exc:
+                refused[lease.job_id] = exc
+        refused |= self._append(held)
+        for lease, rows in held:
+            if lease.job_id in refused:
+                continue
             cleared = {"error_class": None, "error_message": None} if _redoing(rows.job) else {}
-            self._state.finish_claim(
-                lease, JobStatus.COMPLETED, progress=100.0, classes_sha=classes_sha, **cleared
-            )
+            try:
+                self._state.finish_claim(
+                    lease,
+                    JobStatus.COMPLETED,
+                    progress=100.0,
+                    classes_sha=self._recorded_classes(),
+                    **cleared,
+                )
+            except Exception as exc:
+                refused[lease.job_id] = exc
+                continue
             self._metrics.documents_written(len(rows.documents), rows.job.priority)
+        return refused
+
+    def _append(self, written: Sequence[tuple[Lease, JobRows]]) -> dict[int, Exception]:
+        """The group's rows as one table file; what refused each job. Should it fail other than for
+        an outage, each job's rows are appended alone, so that a failure stays with its job."""
+        try:
+            self.table().append([rows for _, rows in written])
+            return {}
+        except Exception as exc:
+            if isinstance(exc, TransientError) or len(written) == 1:
+                return {lease.job_id: exc for lease, _ in written}
+        return {job_id: exc for one in written for job_id, exc in self._append([one]).items()}
 
     def publish(self, job: JobRecord, records: Sequence[DocumentRecord], lease: Lease | None = None) -> None:
         """The job's manifest from its current ``records``, and its rows appended to the table
@@ -441,12 +500,17 @@ class ResultWriter:
         group_by = self._classes.group_by
         if not group_by:
             return records
-        known = list(_known_groups(self._state.group_spellings(group_by)))
+        spellings = self._spellings
+        if spellings is None:  # read once for a group of jobs (``write_group`` forgets it at its end)
+            spellings = self._spellings = set(self._state.group_spellings(group_by))
+        known = list(_known_groups(sorted(spellings)))
         grouped: list[DocumentRecord] = assign_groups(records, known, group_by)
         for doc in grouped:
-            identity = group_identity(*group_values(doc, group_by))
+            values = group_values(doc, group_by)
+            identity = group_identity(*values)
             if doc.group_key and identity:
                 self._state.upsert_group(doc.group_key, identity.label)
+                spellings.add((doc.group_key, tuple(str(value or "") for value in values)))
         return grouped
 
     def _drop_stale_objects(self, job_id: int, records: Sequence[DocumentRecord]) -> None:
@@ -481,9 +545,13 @@ class ResultWriter:
         self._store.put(key, data, content_type="application/json")
 
 
+# A known spelling's identity is pure and costly to derive (names normalised): once per writer.
+_spelling_identity = lru_cache(maxsize=1 << 16)(group_identity)
+
+
 def _known_groups(spellings: Sequence[tuple[str, tuple[str, ...]]]) -> Iterator[GroupIdentity]:
     for key, values in spellings:
-        identity = group_identity(*values)
+        identity = _spelling_identity(*values)
         if identity is not None:
             yield replace(identity, key=key)
 

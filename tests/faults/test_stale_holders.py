@@ -87,7 +87,7 @@ def test_a_stale_writer_parks_nothing(
     def outage(*_: Any) -> int:
         raise StorageUnavailable("the store went away (injected)")
 
-    monkeypatch.setattr(writer, "_write", outage)
+    monkeypatch.setattr(writer, "write_outputs", outage)
     report = writer.write(stale)
     assert report.status is JobStatus.WRITING, report
     assert_still_held(timed, fresh, JobStatus.WRITING)
@@ -98,10 +98,10 @@ class DeadWriters:
 
     def __init__(self) -> None:
         self.done: set[Any] = set()
-        self.write = self
+        self.write_group = self
 
-    def remote(self, lease: Lease) -> Any:
-        return ("write", lease.job_id)
+    def remote(self, leases: list[Lease]) -> Any:
+        return ("write", *(lease.job_id for lease in leases))
 
     def wait(self, refs: list[Any], num_returns: int, timeout: float) -> tuple[list[Any], list[Any]]:
         return [r for r in refs if r in self.done], [r for r in refs if r not in self.done]

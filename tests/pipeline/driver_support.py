@@ -82,20 +82,23 @@ class StandInTasks:
 
 
 class StandInWriter:
-    """A writer actor handle: ``write.remote`` returns a ref that completes the job when run."""
+    """A writer actor handle: ``write_group.remote`` returns a ref that completes the jobs when run."""
 
     def __init__(self, state: SqlStateStore, log: list[tuple[str, int]], *, hold: bool = False) -> None:
-        self.write = self
+        self.write_group = self
         self._state, self._log, self.hold = state, log, hold
         self.refs: list[Ref] = []
 
-    def remote(self, lease: Lease) -> Ref:
-        self._log.append(("start", lease.job_id))
+    def remote(self, leases: list[Lease]) -> Ref:
+        self._log += [("start", lease.job_id) for lease in leases]
 
-        def finish() -> WriteReport:
-            self._log.append(("end", lease.job_id))
-            self._state.transition(lease.job_id, [JobStatus.WRITING], JobStatus.COMPLETED)
-            return WriteReport(lease.job_id, JobStatus.COMPLETED, 0, 0, 0, 1, 0)
+        def finish() -> list[WriteReport]:
+            reports = []
+            for lease in leases:
+                self._log.append(("end", lease.job_id))
+                self._state.transition(lease.job_id, [JobStatus.WRITING], JobStatus.COMPLETED)
+                reports.append(WriteReport(lease.job_id, JobStatus.COMPLETED, 0, 0, 0, 1, 0))
+            return reports
 
         ref = Ref(finish, done=not self.hold)
         self.refs.append(ref)

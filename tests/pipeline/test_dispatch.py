@@ -11,22 +11,23 @@ from driver_support import pending_job
 from ray.exceptions import ActorDiedError
 
 from raybatch.loops.writer_pool import WriterPool, admissible
-from raybatch.models import JobStatus, Lease
+from raybatch.models import JobStatus, Lease, Priority
 from raybatch.state import SqlStateStore
+from raybatch.steps import deal
 from raybatch.units import MIB
 from raybatch.work.writer import WriteReport
 
 
 class FakeWriter:
-    """Stands in for a writer actor handle: ``write.remote`` returns a ticket the test completes."""
+    """Stands in for a writer actor handle: ``write_group.remote`` returns a ticket the test completes."""
 
     def __init__(self, log: list[tuple[str, int]]) -> None:
-        self.write = self
+        self.write_group = self
         self._log = log
 
-    def remote(self, lease: Lease) -> tuple[int, int]:
-        self._log.append(("start", lease.job_id))
-        return (lease.job_id, id(self))
+    def remote(self, leases: list[Lease]) -> tuple[tuple[int, ...], int]:
+        self._log += [("start", lease.job_id) for lease in leases]
+        return (tuple(lease.job_id for lease in leases), id(self))
 
 
 class Harness:
@@ -51,11 +52,13 @@ class Harness:
         ready = [r for r in refs if r in self.done]
         return ready, [r for r in refs if r not in self.done]
 
-    def _get(self, ref: Any) -> WriteReport:
-        job_id = ref[0]
-        self.log.append(("end", job_id))
-        self.state.transition(job_id, [JobStatus.WRITING], JobStatus.COMPLETED)
-        return WriteReport(job_id, JobStatus.COMPLETED, 0, 0, 0, 1, 0)
+    def _get(self, ref: Any) -> list[WriteReport]:
+        reports = []
+        for job_id in ref[0]:
+            self.log.append(("end", job_id))
+            self.state.transition(job_id, [JobStatus.WRITING], JobStatus.COMPLETED)
+            reports.append(WriteReport(job_id, JobStatus.COMPLETED, 0, 0, 0, 1, 0))
+        return reports
 
     def answered(self) -> list[Any]:
         return self.state.list_jobs([JobStatus.ANSWERED])
@@ -103,7 +106,7 @@ def test_an_oversize_job_waits_until_nothing_runs(state: SqlStateStore) -> None:
     assert harness.log == [("start", small)]
     harness.pool.tick(harness.answered())
     assert harness.log == [("start", small)]  # the big one waits for the small one to end
-    harness.done.add((small, id(harness.pool._running[next(iter(harness.pool._running))].writer)))
+    harness.done.add(next(iter(harness.pool._running)))  # the small one's write ends
     harness.pool.tick(harness.answered())
     assert harness.log == [("start", small), ("end", small), ("start", big)]
 
@@ -139,8 +142,9 @@ class CountingClaims:
 
 
 def test_idle_writers_are_filled_in_one_claim_and_a_job_taken_elsewhere_is_replaced(
-    state: SqlStateStore,
+    state: SqlStateStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(deal, "GROUP_JOBS", 1)  # one job a call: a lost one leaves a writer idle
     ids = [answered_job(state, n, 1) for n in range(5)]
     listed = state.list_jobs([JobStatus.ANSWERED])
     other = {"worker_id": "another driver", "lease_seconds": 60, "limit": 1, "job_ids": [ids[1]]}
@@ -244,3 +248,103 @@ def test_a_write_past_its_time_limit_restarts_its_writer_and_goes_again_then_fai
     assert report.status is JobStatus.FAILED and failed.status is JobStatus.FAILED
     assert failed.error_class == "TimeLimitExceeded"
     assert "WRITE_TIMEOUT (30 s)" in (failed.error_message or "")
+
+
+def calls(pool: WriterPool) -> list[list[tuple[int, float]]]:
+    """The write calls in flight: each one's jobs with their MB."""
+    return [
+        [(lease.job_id, mb) for lease, mb in zip(r.leases, r.sizes_mb, strict=True)]
+        for r in pool._running.values()
+    ]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_grouped_writes_keep_the_budget_and_their_bounds(state: SqlStateStore, seed: int) -> None:
+    rng = random.Random(seed)
+    sizes = {answered_job(state, n, rng.choice([0.1, 0.3, 0.5, 1.5, 3, 12])): 0.0 for n in range(60)}
+    for job in state.list_jobs():
+        sizes[job.id] = job.size_bytes / MIB
+    harness = Harness(state, writers=3, budget_mb=8)
+    shared = 0
+    while state.list_jobs([JobStatus.ANSWERED, JobStatus.WRITING]):
+        harness.pool.tick(harness.answered())
+        in_flight = calls(harness.pool)
+        total = sum(mb for call in in_flight for _, mb in call)
+        assert total <= 8 or sum(map(len, in_flight)) == 1, "the budget counts every job of every call"
+        for call in in_flight:
+            assert len(call) <= deal.GROUP_JOBS
+            assert len(call) == 1 or sum(mb for _, mb in call) <= deal.GROUP_MB
+            shared += len(call) > 1
+        if harness.pool._running:
+            harness.done.add(rng.choice(list(harness.pool._running)))
+    assert {j.status for j in state.list_jobs()} == {JobStatus.COMPLETED}
+    assert shared, "small jobs did travel together"
+
+
+def test_urgent_jobs_are_written_alone_and_first(state: SqlStateStore) -> None:
+    normal = [answered_job(state, n, 0.1) for n in range(6)]
+    urgent = answered_job(state, 9, 0.1)
+    state.set_priority([urgent], Priority.URGENT)
+    harness = Harness(state, writers=2, budget_mb=20)
+    assert harness.pool.admit(harness.answered()) == [urgent, *normal[:4]]
+    jobs = [[job_id for job_id, _ in call] for call in calls(harness.pool)]
+    assert jobs == [[urgent], normal[:4]], "the urgent job alone; the others share out the writers"
+
+
+def test_a_group_whose_writer_died_reports_what_it_ended_and_sends_the_rest_back_alone(
+    state: SqlStateStore,
+) -> None:
+    """SIGKILL in the middle of a group: a job it had ended (a broken file, failed) stays so and is
+    reported, not written again; the others go back to answered, each to be written alone next time."""
+    jobs = [answered_job(state, n, 0.1) for n in range(4)]
+    died = {"now": True}
+
+    def get(ref: Any) -> list[WriteReport] | None:
+        if died["now"]:
+            raise ActorDiedError()
+        return None if ref == "ready" else harness._get(ref)
+
+    harness = Harness(state, writers=1, budget_mb=20)
+    pool = one_writer_pool(state, FakeWriter(harness.log), max_attempts=3, wait=harness._wait, get=get)
+    pool._probe = lambda writer: "ready"  # type: ignore[method-assign]
+    assert pool.admit(harness.answered()) == jobs  # one call carries them all
+    [ref] = pool._running
+    state.transition(jobs[0], [JobStatus.WRITING], JobStatus.FAILED)  # ended before the kill
+    harness.done |= {ref, "ready"}
+    [report] = pool.collect()
+    assert (report.job_id, report.status) == (jobs[0], JobStatus.FAILED)
+    assert [state.get_job(j).status for j in jobs[1:]] == [JobStatus.ANSWERED] * 3
+    died["now"] = False
+    pool.collect()
+    pool.collect()  # the restarted writer answers again
+    assert pool.admit(harness.answered()) == [jobs[1]], "after a death in a group, each goes alone"
+    assert state.get_job(jobs[0]).attempts == 1, "the ended job is not written again"
+
+
+def test_a_group_has_write_timeout_for_each_of_its_jobs_and_past_it_each_goes_again_alone(
+    state: SqlStateStore,
+) -> None:
+    log: list[tuple[str, int]] = []
+    writer, clock, killed = FakeWriter(log), FakeClock(), []
+    pool = one_writer_pool(
+        state,
+        writer,
+        max_attempts=3,
+        wait=_only_readiness,
+        get=lambda ref: None,
+        timeout=30.0,
+        kill=killed.append,
+        probe=lambda writer: "up",
+        monotonic=clock.monotonic,
+    )
+    jobs = [answered_job(state, n, size_mb=0.1) for n in range(3)]
+    assert pool.admit(state.list_jobs([JobStatus.ANSWERED])) == jobs, "one call carries the three"
+    clock.advance(89.0)
+    assert pool.collect() == [] and all(map(pool.holds, jobs)), "three jobs: three times the limit"
+    clock.advance(2.0)  # 91 s
+    reports = pool.collect()
+    assert killed == [writer] and [r.job_id for r in reports] == jobs
+    assert {state.get_job(j).status for j in jobs} == {JobStatus.ANSWERED}
+    pool.collect()
+    pool.collect()
+    assert pool.admit(state.list_jobs([JobStatus.ANSWERED])) == [jobs[0]], "each goes alone now"

@@ -21,6 +21,7 @@ from ray.exceptions import ActorDiedError, RayActorError
 from raybatch.loops.driver import Driver
 from raybatch.models import JobStatus, Priority
 from raybatch.state import SqlStateStore
+from raybatch.steps import deal
 
 
 class Pauses:
@@ -106,7 +107,10 @@ def answered_job(state: SqlStateStore, n: int) -> int:
     return job_id
 
 
-def test_a_free_writer_takes_the_next_job_as_soon_as_its_write_ends(state: SqlStateStore) -> None:
+def test_a_free_writer_takes_the_next_job_as_soon_as_its_write_ends(
+    state: SqlStateStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(deal, "GROUP_JOBS", 1)  # a job a call, so that each one waits for a writer
     jobs = [answered_job(state, n) for n in range(3)]
     log: list[tuple[str, int]] = []
     writer = StandInWriter(state, log, hold=True)
@@ -284,27 +288,28 @@ def test_writers_start_once_a_job_is_prepared_or_when_nothing_is_to_be_prepared(
 
 
 class TimedWriter(StandInWriter):
-    """A writer whose writes each take ``seconds`` on the test's clock."""
+    """A writer whose writes each take ``seconds`` a job on the test's clock."""
 
     def __init__(self, state: SqlStateStore, clock: FakeClock, seconds: float) -> None:
-        super().__init__(state, [], hold=True)
+        self.log: list[tuple[str, int]] = []
+        super().__init__(state, self.log, hold=True)
         self.clock, self.seconds = clock, seconds
-        self.began: dict[int, float] = {}
+        self.began: dict[int, float] = {}  # a write → when it ends
         self.started_at = clock.monotonic()
 
-    def remote(self, lease: Any) -> Any:
-        ref = super().remote(lease)
-        self.began[id(ref)] = self.clock.monotonic()
+    def remote(self, leases: Any) -> Any:
+        ref = super().remote(leases)
+        self.began[id(ref)] = self.clock.monotonic() + self.seconds * len(leases)  # when it ends
         return ref
 
     def due(self) -> float:
         """Seconds until the next of its writes ends (inf: none is running)."""
-        running = [self.began[id(r)] + self.seconds for r in self.refs if not r.done]
+        running = [self.began[id(r)] for r in self.refs if not r.done]
         return min(running, default=float("inf")) - self.clock.monotonic()
 
     def end_due(self) -> None:
         for ref in self.refs:
-            ref.done = ref.done or self.began[id(ref)] + self.seconds <= self.clock.monotonic() + 1e-9
+            ref.done = ref.done or self.began[id(ref)] <= self.clock.monotonic() + 1e-9
 
 
 @pytest.mark.parametrize(("write_seconds", "writers_started"), [(0.1, 1), (1.0, 3)])
@@ -336,4 +341,4 @@ def test_another_writer_starts_only_while_answered_jobs_wait_for_one(
     assert len(writers) == writers_started
     starts = [w.started_at for w in writers]
     assert all(later - earlier >= 2.0 for earlier, later in itertools.pairwise(starts))
-    assert sum(len(w.refs) for w in writers) == 12
+    assert sum(what == "start" for w in writers for what, _ in w.log) == 12

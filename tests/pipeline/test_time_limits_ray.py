@@ -56,11 +56,11 @@ class SleepyWriter:
     def __init__(self, flag: str) -> None:
         self._flag = Path(flag)
 
-    def write(self, lease: Lease) -> WriteReport:
+    def write_group(self, leases: list[Lease]) -> list[WriteReport]:
         if not self._flag.exists():
             self._flag.touch()
             _hang()
-        return WriteReport(lease.job_id, JobStatus.COMPLETED, 0, 0, 0, 1, 0)
+        return [WriteReport(lease.job_id, JobStatus.COMPLETED, 0, 0, 0, 1, 0) for lease in leases]
 
 
 def _job(state: SqlStateStore, n: int, status: JobStatus) -> int:

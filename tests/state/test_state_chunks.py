@@ -30,6 +30,15 @@ def test_chunks_round_trip_in_order(store: SqlStateStore, job_id: int) -> None:
         store.save_chunks(job_id + 1, records)
 
 
+def test_the_chunks_of_several_jobs_come_in_one_read(store: SqlStateStore, job_id: int) -> None:
+    other, empty = register(store, 2)[0].id, register(store, 3)[0].id
+    store.save_chunks(job_id, [chunk(job_id, n) for n in (1, 0)])
+    store.save_chunks(other, [chunk(other, 0)])
+    found = store.chunks_of([other, job_id, empty])
+    assert found == {job_id: store.get_chunks(job_id), other: store.get_chunks(other), empty: []}
+    assert [c.n for c in found[job_id]] == [0, 1]
+
+
 def test_saving_again_never_overwrites_a_succeeded_answer_or_a_chunk_in_flight(
     store: SqlStateStore, job_id: int
 ) -> None:
