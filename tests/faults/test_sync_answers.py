@@ -77,7 +77,15 @@ def _coordinate_then_lose_the_database(db: str, url: str, job: PreparedJob, answ
     """A coordinator process: its calls are answered, then the database goes away for good."""
     flaky = FlakyState(SqlStateStore.from_url(db))
     outage = {"on": False}
-    for name in ("file_result", "transition", "fail_job", "get_chunks", "set_progress", "release_chunks"):
+    for name in (
+        "file_result",
+        "transition",
+        "fail_job",
+        "get_chunks",
+        "chunks_of",
+        "set_progress",
+        "release_chunks",
+    ):
         flaky.fail[name] = 10**9
         flaky.when[name] = lambda *_, **__: outage["on"]
     messages = AnthropicMessageClient(claude(url))
@@ -140,6 +148,7 @@ def test_a_coordinator_killed_with_unfiled_sync_answers_loses_none(
 _COORDINATOR_CALLS = (
     "file_result",
     "get_chunks",
+    "chunks_of",
     "transition",
     "fail_job",
     "set_progress",
