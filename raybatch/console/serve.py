@@ -20,9 +20,6 @@ from raybatch.objects import ObjectStore, open_store
 from raybatch.review.api import ReviewDesk
 from raybatch.settings import (
     ConsoleSettings,
-    PrepareSettings,
-    RequestSettings,
-    ReviewSettings,
     Settings,
     StateSettings,
     StoreSettings,
@@ -36,14 +33,7 @@ log = logging.getLogger(__name__)
 
 def connect_review(settings: Settings, state: StateStore, store: ObjectStore) -> ReviewPort:
     """The review ledger this console writes corrections to: a desk on its database and store."""
-    writer = ResultWriter(
-        state,
-        store,
-        sources=settings.section(StoreSettings),
-        prepare=settings.section(PrepareSettings),
-        claude=settings.section(RequestSettings),
-        review=settings.section(ReviewSettings),
-    )
+    writer = ResultWriter.of_settings(state, store, settings)
     return LedgerReviewPort(ReviewDesk(state, store, writer))
 
 

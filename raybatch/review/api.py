@@ -21,9 +21,6 @@ from raybatch.objects.port import ObjectStore
 from raybatch.review import PAGE_SIZE
 from raybatch.review.corrections import CorrectionKind, correction_key, plan_correction
 from raybatch.settings import (
-    PrepareSettings,
-    RequestSettings,
-    ReviewSettings,
     Settings,
     StateSettings,
     StoreSettings,
@@ -112,14 +109,7 @@ class ReviewDesk:
 
         state = open_state(settings.section(StateSettings))
         store = open_store(settings.section(StoreSettings))
-        writer = ResultWriter(
-            state,
-            store,
-            sources=settings.section(StoreSettings),
-            prepare=settings.section(PrepareSettings),
-            claude=settings.section(RequestSettings),
-            review=settings.section(ReviewSettings),
-        )
+        writer = ResultWriter.of_settings(state, store, settings)
         return cls(state, store, writer)
 
     def pending(

@@ -57,7 +57,14 @@ from raybatch.objects.port import ObjectStore
 from raybatch.ocr.cache import PageTextLookup
 from raybatch.review.corrections import redo_correction, redo_plan, redo_region
 from raybatch.review.mark import Thresholds, carried, kept_layout, mark_documents
-from raybatch.settings import OutputSettings, PrepareSettings, RequestSettings, ReviewSettings, StoreSettings
+from raybatch.settings import (
+    OutputSettings,
+    PrepareSettings,
+    RequestSettings,
+    ReviewSettings,
+    Settings,
+    StoreSettings,
+)
 from raybatch.sources import read_source_patiently
 from raybatch.state.port import Catalog, Flags, JobsWithChunks, Reviews
 from raybatch.steps.group import GroupIdentity, assign_groups, group_identity, group_values
@@ -148,6 +155,18 @@ class ResultWriter:
         self._classes: ClassesFile = classes_of(claude)
         self._classes_sha: str | None = None  # kept in the database on the first write
         self._spellings: set[tuple[str, tuple[str, ...]]] | None = None  # known groups, read once a call
+
+    @classmethod
+    def of_settings(cls, state: WriterState, store: ObjectStore, settings: Settings) -> ResultWriter:
+        """A writer of the whole settings' sections (the review desk's, the console's)."""
+        return cls(
+            state,
+            store,
+            sources=settings.section(StoreSettings),
+            prepare=settings.section(PrepareSettings),
+            claude=settings.section(RequestSettings),
+            review=settings.section(ReviewSettings),
+        )
 
     @property
     def classes(self) -> ClassesFile:

@@ -19,9 +19,6 @@ from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, SourceKind
 from raybatch.objects import LocalObjectStore
 from raybatch.samples import write_samples
 from raybatch.settings import (
-    PrepareSettings,
-    RequestSettings,
-    ReviewSettings,
     Settings,
     StateSettings,
     StoreSettings,
@@ -101,13 +98,6 @@ def _write(settings: Settings, state: SqlStateStore, store: LocalObjectStore, jo
         lease_seconds=60,
         limit=1,
     )
-    writer = ResultWriter(
-        state,
-        store,
-        sources=settings.section(StoreSettings),
-        prepare=settings.section(PrepareSettings),
-        claude=settings.section(RequestSettings),
-        review=settings.section(ReviewSettings),
-    )
+    writer = ResultWriter.of_settings(state, store, settings)
     report = writer.write(lease)
     assert lease.job_id == job_id and report.status is JobStatus.COMPLETED, report.error
