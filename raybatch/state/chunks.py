@@ -161,13 +161,17 @@ def _brought_tokens(usage: Usage) -> bool:
 
 
 def _replaced_answers(conn: Connection, chunks: Sequence[ChunkRecord]) -> list[tuple[int, int]]:
-    """The (job, n) of these chunks whose stored answer brought tokens and which the upsert replaces
+    """The (job, n) of these chunks whose stored answer was paid for and which the upsert replaces
     (not in flight, not answered under the same processing key)."""
     c = chunk_rows.c
     keys = {(r.job_id, r.n): r.processing_key for r in chunks}
     paid = sa.or_(*(c[name] > 0 for name in TOKENS))
+    # An emulated answer was never paid: the real answer that replaces it is the chunk's only one.
     query = sa.select(c.job_id, c.n, c.status, c.processing_key).where(
-        c.job_id.in_({job_id for job_id, _ in keys}), paid, c.status != ChunkStatus.SUBMITTED.value
+        c.job_id.in_({job_id for job_id, _ in keys}),
+        paid,
+        ~c.emulated,
+        c.status != ChunkStatus.SUBMITTED.value,
     )
     return [
         (job_id, n)

@@ -109,3 +109,12 @@ def test_a_chunk_prepared_again_under_a_new_processing_key_keeps_its_first_answe
     assert store.usage_totals(job) == TWICE, "the replaced answer stays counted"
     answer(store, job, [0], "msgbatch_2", REDONE)
     assert store.usage_totals(job) == add_usage([FIRST, FIRST, REDONE])
+
+
+def test_an_emulated_answer_replaced_under_a_real_key_is_not_counted(store: SqlStateStore) -> None:
+    job = register(store, 1)[0].id
+    store.save_chunks(job, [replace(chunk(job, 0), emulated=True)])
+    answer(store, job, [0], "msgbatch_1", FIRST)  # the built-in emulator's stand-in answer
+    store.save_chunks(job, [chunk(job, 0, key="v2")])  # a key now: asked for real
+    assert store.usage_totals(job) == Usage()
+    assert store.request_totals([job]).emulated == 0
