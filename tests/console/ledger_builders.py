@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from starlette.applications import Starlette
+from writing import answered_job, claim_answered
 
-from raybatch.claude.emulator.rules import answer_from_truth
 from raybatch.console.app import Console, build_app
 from raybatch.console.auth import Logins
 from raybatch.console.serve import connect_review
 from raybatch.cost import prices_for
-from raybatch.ids import custom_id, sha256_file
-from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, SourceKind
+from raybatch.models import JobStatus
 from raybatch.objects import LocalObjectStore
 from raybatch.samples import write_samples
 from raybatch.settings import (
@@ -25,7 +23,6 @@ from raybatch.settings import (
     load_settings,
 )
 from raybatch.state import SqlStateStore, open_state
-from raybatch.steps.chunk import plan_chunks
 from raybatch.work.writer import ResultWriter
 
 
@@ -57,47 +54,14 @@ def build_ledger_data(folder: Path) -> LedgerData:
     )
     state = open_state(settings.section(StateSettings))
     store = LocalObjectStore(folder / "store")
-    job = _answered_job(state, folder / "samples", truth["bundles"][0])
+    job = answered_job(state, folder / "samples", truth["bundles"][0])
     _write(settings, state, store, job)
     return LedgerData(settings, state, store, job)
 
 
-def _answered_job(state: SqlStateStore, folder: Path, bundle: dict[str, Any]) -> int:
-    path = folder / bundle["file"]
-    job, _ = state.register_job(
-        sha256=sha256_file(path),
-        source_uri=path.as_uri(),
-        source_name=bundle["file"],
-        kind=SourceKind.PDF,
-        size_bytes=path.stat().st_size,
-    )
-    chunks = [
-        ChunkRecord(
-            job.id,
-            plan.n,
-            plan.first,
-            plan.last,
-            custom_id(job.id, plan.n),
-            "k",
-            ChunkStatus.SUCCEEDED,
-            answer=answer_from_truth(bundle, list(plan.pages)).model_dump_json(),
-        )
-        for plan in plan_chunks(bundle["pages"])
-    ]
-    state.save_chunks(job.id, chunks)
-    state.transition(job.id, [JobStatus.PENDING], JobStatus.ANSWERED, pages=bundle["pages"])
-    return job.id
-
-
 def _write(settings: Settings, state: SqlStateStore, store: LocalObjectStore, job_id: int) -> None:
     """Claim the answered job and write it, as a writer actor would."""
-    [lease] = state.claim_jobs(
-        worker_id="w",
-        from_statuses=[JobStatus.ANSWERED],
-        to_status=JobStatus.WRITING,
-        lease_seconds=60,
-        limit=1,
-    )
+    lease = claim_answered(state, job_id)
     writer = ResultWriter.of_settings(state, store, settings)
     report = writer.write(lease)
     assert lease.job_id == job_id and report.status is JobStatus.COMPLETED, report.error

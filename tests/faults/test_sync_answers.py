@@ -73,11 +73,12 @@ async def test_an_auth_failure_partway_keeps_the_answers_already_returned(
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
 
 
-def _coordinate_then_lose_the_database(db: str, url: str, job: PreparedJob, answered: Any) -> None:
-    """A coordinator process: its calls are answered, then the database goes away for good."""
-    flaky = FlakyState(SqlStateStore.from_url(db))
-    outage = {"on": False}
-    for name in (
+def test_a_coordinator_killed_with_unfiled_sync_answers_loses_none(
+    emulator: EmulatorServer, state: SqlStateStore, db: str
+) -> None:
+    job = prepared_job(state, bundle_texts(0), name="urgent", mode="sync")
+    answered = FORK.Event()
+    calls = (
         "file_result",
         "transition",
         "fail_job",
@@ -85,39 +86,9 @@ def _coordinate_then_lose_the_database(db: str, url: str, job: PreparedJob, answ
         "chunks_of",
         "set_progress",
         "release_chunks",
-    ):
-        flaky.fail[name] = 10**9
-        flaky.when[name] = lambda *_, **__: outage["on"]
-    messages = AnthropicMessageClient(claude(url))
-    send = messages.send
-
-    def send_then_outage(*args: Any, **kwargs: Any) -> Any:
-        outcome = send(*args, **kwargs)
-        outage["on"] = True  # the answers are back; the database is not
-        answered.set()
-        return outcome
-
-    messages.send = send_then_outage  # type: ignore[method-assign]
-    coord = BatchCoordinator(claude(url), flaky, autostart=False, messages=messages, sleep=lambda _: None)
-
-    async def go() -> None:
-        await offer(coord, job, mode="sync")
-        await coord.flush()
-        while True:  # until killed
-            with contextlib.suppress(DatabaseUnavailable):
-                await coord.step()
-            await asyncio.sleep(0.05)
-
-    asyncio.run(go())
-
-
-def test_a_coordinator_killed_with_unfiled_sync_answers_loses_none(
-    emulator: EmulatorServer, state: SqlStateStore, db: str
-) -> None:
-    job = prepared_job(state, bundle_texts(0), name="urgent", mode="sync")
-    answered = FORK.Event()
+    )
     child = FORK.Process(
-        target=_coordinate_then_lose_the_database, args=(db, emulator.base_url, job, answered)
+        target=_coordinate_then_lose_the_database, args=(db, emulator.base_url, job, answered, calls)
     )
     child.start()
     try:
@@ -166,27 +137,36 @@ def _spool(root: Path, database_id: str) -> AnswerSpool:
     return AnswerSpool(LocalObjectStore(root), OutputKeys(database_id))
 
 
-def _coordinate_while_the_database_is_away(
-    db: str, url: str, spool_at: tuple[Path, str], job: PreparedJob, answered: Any
+def _coordinate_then_lose_the_database(
+    db: str,
+    url: str,
+    job: PreparedJob,
+    answered: Any,
+    calls: tuple[str, ...] = _COORDINATOR_CALLS,
+    spool_at: tuple[Path, str] | None = None,
+    before_answers: bool = False,
 ) -> None:
-    """A coordinator process: the database goes away once its calls are sent, before any answer."""
+    """A coordinator process whose database goes away for good (``calls`` fail) once its calls'
+    answers are back, or once they are sent, before any answer (``before_answers``)."""
     flaky = FlakyState(SqlStateStore.from_url(db))
     outage = {"on": False}
-    for name in _COORDINATOR_CALLS:
+    for name in calls:
         flaky.fail[name] = 10**9
         flaky.when[name] = lambda *_, **__: outage["on"]
     messages = AnthropicMessageClient(claude(url))
     send = messages.send
 
-    def outage_then_send(*args: Any, **kwargs: Any) -> Any:
-        outage["on"] = True  # the chunks are marked sent; no answer can be filed
+    def send_with_outage(*args: Any, **kwargs: Any) -> Any:
+        outage["on"] = before_answers  # sent: no answer can be filed from now on
         outcome = send(*args, **kwargs)
+        outage["on"] = True  # the answers are back; the database is not
         answered.set()
         return outcome
 
-    messages.send = outage_then_send  # type: ignore[method-assign]
+    messages.send = send_with_outage  # type: ignore[method-assign]
+    spool = _spool(*spool_at) if spool_at else None
     coord = BatchCoordinator(
-        claude(url), flaky, autostart=False, messages=messages, sleep=lambda _: None, spool=_spool(*spool_at)
+        claude(url), flaky, autostart=False, messages=messages, sleep=lambda _: None, spool=spool
     )
 
     async def go() -> None:
@@ -207,7 +187,9 @@ def test_a_coordinator_killed_with_sync_answers_the_database_never_took_loses_no
     spool_at = (tmp_path / "store", state.database_id())
     answered = FORK.Event()
     child = FORK.Process(
-        target=_coordinate_while_the_database_is_away, args=(db, emulator.base_url, spool_at, job, answered)
+        target=_coordinate_then_lose_the_database,
+        args=(db, emulator.base_url, job, answered),
+        kwargs={"spool_at": spool_at, "before_answers": True},
     )
     child.start()
     try:

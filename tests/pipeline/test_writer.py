@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+from writing import answered_job as answered
+from writing import claim_answered
 
 from raybatch.classes import classes_digest, default_classes
 from raybatch.claude.answer import ChunkAnswer
-from raybatch.claude.emulator.rules import answer_from_truth
-from raybatch.ids import OutputKeys, custom_id, sha256_file
-from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, PageText, SourceKind, ocr_origin
+from raybatch.ids import OutputKeys
+from raybatch.models import ChunkRecord, ChunkStatus, JobStatus, PageText, Usage, ocr_origin
 from raybatch.objects import MemoryObjectStore
 from raybatch.samples import write_samples
 from raybatch.settings import ClaudeSettings, OutputSettings, PrepareSettings, StateSettings, StoreSettings
 from raybatch.state import SqlStateStore, open_state
-from raybatch.steps.chunk import plan_chunks
 from raybatch.steps.table_files import read_documents_table
 from raybatch.work.writer import ResultWriter, WriteReport, documents_at_once, page_rotations
 
@@ -32,36 +32,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
 
 
 def answered_job(state: SqlStateStore, folder: Path, bundle: dict, uri: str | None = None) -> int:
-    """A job whose chunks hold the truth's answers, ready for a writer (its source read from
-    ``uri`` when given, else from the folder)."""
-    path = folder / bundle["file"]
-    job, _ = state.register_job(
-        sha256=sha256_file(path),
-        source_uri=uri or path.as_uri(),
-        source_name=bundle["file"],
-        kind=SourceKind.PDF,
-        size_bytes=path.stat().st_size,
-    )
-    chunks = []
-    for plan in plan_chunks(bundle["pages"]):
-        answer = answer_from_truth(bundle, list(plan.pages)).model_dump_json()
-        chunks.append(
-            ChunkRecord(
-                job.id,
-                plan.n,
-                plan.first,
-                plan.last,
-                custom_id(job.id, plan.n),
-                "k",
-                ChunkStatus.SUCCEEDED,
-                answer=answer,
-                input_tokens=1000,
-                output_tokens=100,
-            )
-        )
-    state.save_chunks(job.id, chunks)
-    state.transition(job.id, [JobStatus.PENDING], JobStatus.ANSWERED, pages=bundle["pages"])
-    return job.id
+    """A job whose chunks hold the truth's answers (1,000 tokens in and 100 out each), ready for a
+    writer (its source read from ``uri`` when given, else from the folder)."""
+    return answered(state, folder, bundle, uri=uri, usage=Usage(input_tokens=1000, output_tokens=100))
 
 
 def write(state: SqlStateStore, store: MemoryObjectStore, job_id: int, **outputs: object) -> None:
@@ -85,15 +58,7 @@ def write_once(
         claude=ClaudeSettings(),
         outputs=OutputSettings.model_validate(outputs),
     )
-    [lease] = state.claim_jobs(
-        worker_id="w",
-        from_statuses=[JobStatus.ANSWERED],
-        to_status=JobStatus.WRITING,
-        lease_seconds=60,
-        limit=1,
-        job_ids=[job_id],
-    )
-    return writer.write(lease)
+    return writer.write(claim_answered(state, job_id))
 
 
 def test_a_job_becomes_documents_rows_groups_manifest_and_table(tmp_path: Path, corpus) -> None:  # type: ignore[no-untyped-def]
