@@ -1,5 +1,7 @@
 # The two commands of the README's Quick start, plus lint. Each makes and uses its own .venv with the
-# versions of uv.lock (uv itself is installed into the .venv from PyPI, pinned here).
+# versions of uv.lock (uv itself is installed into the .venv from PyPI, pinned here). Byte-compiled, as
+# the Dockerfile's and pip's installs are: where PYTHONDONTWRITEBYTECODE is set, every new Ray worker
+# would otherwise compile each module it imports from source again (seconds of CPU a worker).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -12,7 +14,7 @@ UV := UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv
 $(STAMP): pyproject.toml uv.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q "uv==$(UV_VERSION)"
-	$(UV) sync --frozen --inexact --extra dev --python $(BIN)/python
+	$(UV) sync --frozen --inexact --extra dev --compile-bytecode --python $(BIN)/python
 	touch $(STAMP)
 
 demo: $(STAMP)
