@@ -196,10 +196,11 @@ class CachedPage:
 
 @dataclass(frozen=True)
 class RenderedPage:
-    """A page rendered for Claude: an image no longer than the long-edge limit, plus its text."""
+    """A page made ready for Claude: its text, and an image no longer than the long-edge limit when
+    the page goes with its image (``image`` is None for a page sent as its text alone)."""
 
     page: int
-    image: bytes
+    image: bytes | None
     media_type: str
     width: int
     height: int

@@ -90,7 +90,7 @@ def build_request(
     job_id: int, n: int, sha256: str, pages: Sequence[RenderedPage], *, config: RequestConfig
 ) -> PreparedRequest:
     """Chunk ``n`` of job ``job_id`` as a prepared request; refuses pages it must not send."""
-    _check_pages(pages)
+    _check_pages(pages, config.modality, config.min_confidence)
     cid = custom_id(job_id, n)
     content = _content(pages, config.modality, config.min_confidence)
     params: dict[str, Any] = {
@@ -141,30 +141,33 @@ def _content(pages: Sequence[RenderedPage], modality: Modality, min_confidence: 
 
 
 def _image_block(page: RenderedPage) -> dict[str, Any]:
-    data = base64.b64encode(page.image).decode("ascii")
+    data = base64.b64encode(page.image or b"").decode("ascii")
     return {"type": "image", "source": {"type": "base64", "media_type": page.media_type, "data": data}}
 
 
-def _check_pages(pages: Sequence[RenderedPage]) -> None:
+def _check_pages(pages: Sequence[RenderedPage], modality: Modality, min_confidence: float) -> None:
     if not 1 <= len(pages) <= MAX_PAGES:
         raise InvalidRequest(f"a chunk holds 1 to {MAX_PAGES} pages, got {len(pages)}")
     numbers = [page.page for page in pages]
     if numbers != list(range(numbers[0], numbers[0] + len(numbers))) or numbers[0] < 1:
         raise InvalidRequest(f"chunk pages must be consecutive from 1 up, got {numbers}")
     for page in pages:
-        _check_image(page)
+        if page.image is not None:
+            _check_image(page, page.image)
+        elif sends_image(page.text, modality, min_confidence):
+            raise InvalidRequest(f"page {page.page}: it goes with its image, and none was drawn")
 
 
-def _check_image(page: RenderedPage) -> None:
+def _check_image(page: RenderedPage, image: bytes) -> None:
     magic = _MAGIC.get(page.media_type)
     if magic is None:
         raise InvalidRequest(f"page {page.page}: media type {page.media_type!r} is not JPEG or WebP")
-    if not page.image.startswith(magic) or (page.media_type == "image/webp" and page.image[8:12] != b"WEBP"):
+    if not image.startswith(magic) or (page.media_type == "image/webp" and image[8:12] != b"WEBP"):
         raise InvalidRequest(f"page {page.page}: image bytes are not {page.media_type}")
     if max(page.width, page.height) > CLAUDE_MAX_LONG_EDGE or min(page.width, page.height) < 1:
         raise InvalidRequest(
             f"page {page.page}: image is {page.width}x{page.height}, "
             f"long edge must be 1..{CLAUDE_MAX_LONG_EDGE} px"
         )
-    if len(page.image) > MAX_IMAGE_BYTES:
-        raise InvalidRequest(f"page {page.page}: image is {len(page.image)} bytes, over {MAX_IMAGE_BYTES}")
+    if len(image) > MAX_IMAGE_BYTES:
+        raise InvalidRequest(f"page {page.page}: image is {len(image)} bytes, over {MAX_IMAGE_BYTES}")

@@ -17,7 +17,7 @@ from raybatch.models import (
 from raybatch.ocr.cache import CachedOcr, PageTextCache
 from raybatch.ocr.port import OcrEngine, PageImage
 from raybatch.settings import OcrSettings, PrepareSettings, RequestSettings
-from raybatch.steps.build_requests import build_request, request_config
+from raybatch.steps.build_requests import build_request, request_config, sends_image
 from raybatch.steps.chunk import ChunkPlan
 from raybatch.steps.open_source import open_source
 from raybatch.steps.render import (
@@ -72,10 +72,14 @@ class ChunkPreparer:
     def prepare(
         self, job: JobRecord, plan: ChunkPlan, data: bytes, cache: PageTextCache | None = None
     ) -> PreparedChunk:
-        """Render, read and package the chunk's pages; ``cache`` stands in for the preparer's own."""
+        """Render, read and package the chunk's pages; ``cache`` stands in for the preparer's own.
+        A page drawn neither for OCR nor for Claude (its text layer goes alone) is not drawn at all."""
         with open_source(data, job.kind, max_page_pixels=self._prepare.max_page_pixels) as doc:
             texts = [text_layer(doc[p - 1]) for p in plan.pages]
-            rasters = [rasterize(doc[t.page - 1], self._options, for_ocr=self._reads(t)) for t in texts]
+            rasters = [
+                rasterize(doc[t.page - 1], self._options, for_ocr=self._reads(t)) if self._drawn(t) else None
+                for t in texts
+            ]
         cache = cache if cache is not None else self._cache
         texts, ocr_pages = self._read_missing(job.sha256, rasters, texts, cache)
         pages = [self._finish(raster, text) for raster, text in zip(rasters, texts, strict=True)]
@@ -92,10 +96,17 @@ class ChunkPreparer:
         """Will OCR read this page (so it needs the larger raster)?"""
         return text.source is TextSource.NONE and self._ocr is not None
 
+    def _sends_image(self, text: PageText) -> bool:
+        return sends_image(text, self._prepare.page_modality, self._min_confidence)
+
+    def _drawn(self, text: PageText) -> bool:
+        """Does the page need a raster: for OCR, or because its image goes to Claude?"""
+        return self._reads(text) or self._sends_image(text)
+
     def _read_missing(
         self,
         sha256: str,
-        rasters: Sequence[PageRaster],
+        rasters: Sequence[PageRaster | None],
         texts: list[PageText],
         cache: PageTextCache | None,
     ) -> tuple[list[PageText], list[int]]:
@@ -104,13 +115,16 @@ class ChunkPreparer:
         if not missing or self._ocr is None:
             return texts, []
         engine: OcrEngine = self._ocr if cache is None else CachedOcr(self._ocr, cache, sha256)
-        images = [PageImage(rasters[i].page, encode_png(rasters[i].image)) for i in missing]
+        drawn = [raster for i in missing if (raster := rasters[i]) is not None]  # all: OCR reads
+        images = [PageImage(raster.page, encode_png(raster.image)) for raster in drawn]
         for i, read in zip(missing, engine.read(images), strict=True):
             texts[i] = read
-        return texts, [rasters[i].page for i in missing]
+        return texts, [raster.page for raster in drawn]
 
-    def _finish(self, raster: PageRaster, text: PageText) -> RenderedPage:
-        """Turn the page upright and encode it for Claude."""
+    def _finish(self, raster: PageRaster | None, text: PageText) -> RenderedPage:
+        """Turn the page upright and encode it for Claude; only its text when that goes alone."""
+        if raster is None or not self._sends_image(text):
+            return RenderedPage(page=text.page, image=None, media_type="", width=0, height=0, text=text)
         image = fit_for_claude(upright(raster.image, text.rotation))
         data, media_type = encode(image, self._prepare.image_format, self._prepare.image_quality)
         return RenderedPage(

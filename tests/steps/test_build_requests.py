@@ -190,3 +190,11 @@ def test_a_page_texts_source_is_its_origin_without_the_engine() -> None:
     assert PageText(page=1, text="x", origin=ocr_origin("tesseract-5.5/osd")).source is TextSource.OCR
     assert PageText(page=1, text="x", origin=TextSource.LAYER).source is TextSource.LAYER
     assert PageText(page=1, text="", origin="none").source is TextSource.NONE
+
+
+def test_a_page_sent_as_text_needs_no_image_and_one_sent_with_its_image_must_have_one() -> None:
+    undrawn = {"image": None, "media_type": "", "width": 0, "height": 0}
+    request = build([page(1, **undrawn)], modality=Modality.ADAPTIVE)
+    assert [block["type"] for block in request.params["messages"][0]["content"]] == ["text", "text"]
+    with pytest.raises(InvalidRequest, match="page 1: it goes with its image, and none was drawn"):
+        build([page(1, **undrawn)], modality=Modality.IMAGES)
