@@ -1,7 +1,8 @@
 """The floor of the small-files benchmark: each file's own work and nothing else, on a process pool.
 
 Per file, in a pool process: read and hash it, open it, extract its text and build its request
-(render, encode, the request JSON: raybatch's own ``ChunkPreparer``), slice the page into its own
+(raybatch's own ``ChunkPreparer``: the request JSON, and a page drawn only when its image is sent,
+as in a run), slice the page into its own
 PDF, draw and encode the WebP thumbnail, write the PDF, the thumbnail and a manifest. Then, for
 all files at once, one database insert (SQLite) and one Parquet file. No Ray, no lease, no
 coordinator: what raybatch does on top of this is what ``e2e_over_floor`` prices.
