@@ -2,8 +2,8 @@
 
 Per file, in a pool process: read and hash it, open it, extract its text and build its request
 (raybatch's own ``ChunkPreparer``: the request JSON, and a page drawn only when its image is sent,
-as in a run), slice the page into its own
-PDF, draw and encode the WebP thumbnail, write the PDF, the thumbnail and a manifest. Then, for
+as in a run), slice the page into its own PDF, draw and encode the WebP thumbnail, write the PDF,
+the thumbnail and a manifest. Then, for
 all files at once, one database insert (SQLite) and one Parquet file. No Ray, no lease, no
 coordinator: what raybatch does on top of this is what ``e2e_over_floor`` prices.
 """
