@@ -113,7 +113,7 @@ def _still_submitted() -> sa.ColumnElement[bool]:
 @functools.cache
 def _file_answers() -> sa.Update:
     """Files answers, one bound row a chunk (built once): what ``_result_values`` sets for one."""
-    tokens = {name: sa.bindparam(f"b_{name}") for name in TOKENS}
+    tokens: dict[str, Any] = {name: sa.bindparam(f"b_{name}") for name in TOKENS}
     values = {
         **tokens,
         "sent_mode": sa.bindparam("b_mode"),
