@@ -141,8 +141,9 @@ class Submitter:
         """
         requests: list[PreparedRequest] = []
         creating = await self._io(self._state.intent_chunk_ids)  # may be in a batch already
+        chunks_of = await self._io(self._state.chunks_of, [o.job_id for o in offers])  # in one read
         for offer in offers:
-            chunks = await self._io(self._state.get_chunks, offer.job_id)
+            chunks = chunks_of[offer.job_id]
             owed = [
                 c.n
                 for c in chunks

@@ -25,7 +25,7 @@ from raybatch.models import (
     sent_mode_of,
 )
 from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by_all, held_values, in_groups, insert_on
-from raybatch.state.port import ChunkProgress, RequestTotals
+from raybatch.state.port import ChunkProgress, ChunkResult, RequestTotals
 from raybatch.state.rows import CHUNK_COLUMNS, chunk_record, chunk_values
 from raybatch.state.schema import batches as batch_rows
 from raybatch.state.schema import chunks as chunk_rows
@@ -98,6 +98,80 @@ def unusable_usage(custom_id: str, batch_id: str, usage: Usage, now: datetime) -
     rows = sa.select(*columns).where(c.custom_id == custom_id)
     names = ["job_id", "n", "custom_id", "sent_mode", "sent_at", *TOKENS, "emulated", "created_at"]
     return sa.insert(replaced_answers).from_select(names, rows)
+
+
+def _still_submitted() -> sa.ColumnElement[bool]:
+    """The chunk a bound row of a bulk filing names: still SUBMITTED under its batch or tag."""
+    c = chunk_rows.c
+    return sa.and_(
+        c.custom_id == sa.bindparam("b_cid"),
+        c.batch_id == sa.bindparam("b_batch"),
+        c.status == ChunkStatus.SUBMITTED.value,
+    )
+
+
+@functools.cache
+def _file_answers() -> sa.Update:
+    """Files answers, one bound row a chunk (built once): what ``_result_values`` sets for one."""
+    tokens: dict[str, Any] = {name: sa.bindparam(f"b_{name}") for name in TOKENS}
+    values = {
+        **tokens,
+        "sent_mode": sa.bindparam("b_mode"),
+        "status": ChunkStatus.SUCCEEDED.value,
+        "answer": sa.bindparam("b_answer"),
+        "error_class": None,
+        "error_message": None,
+        "updated_at": sa.bindparam("b_now", type_=chunk_rows.c.updated_at.type),
+    }
+    return sa.update(chunk_rows).where(_still_submitted()).values(values)
+
+
+@functools.lru_cache(maxsize=16)
+def _file_errors(retry: bool, max_attempts: int) -> sa.Update:
+    """Files errors, one bound row a chunk (built once per kind): a try counted; with ``retry``
+    RETRY until ``max_attempts`` tries failed, else FAILED."""
+    attempts = chunk_rows.c.attempts + 1
+    failed, retried = ChunkStatus.FAILED.value, ChunkStatus.RETRY.value
+    status = sa.case((attempts >= max_attempts, failed), else_=retried) if retry else failed
+    values = {
+        "status": status,
+        "attempts": attempts,
+        "error_class": sa.bindparam("b_error_class"),
+        "error_message": sa.bindparam("b_error_message"),
+        "updated_at": sa.bindparam("b_now", type_=chunk_rows.c.updated_at.type),
+    }
+    return sa.update(chunk_rows).where(_still_submitted()).values(values)
+
+
+@functools.cache
+def _keep_unusable() -> sa.Insert:
+    """``unusable_usage`` with its values bound, one row a chunk (built once)."""
+    c = chunk_rows.c
+    literal = {name: sa.bindparam(f"b_{name}", type_=sa.BigInteger).label(name) for name in TOKENS}
+    mode = sa.bindparam("b_mode", type_=sa.String).label("sent_mode")
+    stamp = sa.bindparam("b_now", type_=replaced_answers.c.created_at.type).label("created_at")
+    columns = [c.job_id, c.n, c.custom_id, mode, c.sent_at, *literal.values(), c.emulated, stamp]
+    rows = sa.select(*columns).where(c.custom_id == sa.bindparam("b_cid"))
+    names = ["job_id", "n", "custom_id", "sent_mode", "sent_at", *TOKENS, "emulated", "created_at"]
+    return sa.insert(replaced_answers).from_select(names, rows)
+
+
+def _filing_row(batch_id: str, filed: ChunkResult, now: datetime) -> dict[str, Any]:
+    """The bound values of one result in the bulk filing statements."""
+    usage = filed.usage or Usage()
+    row: dict[str, Any] = {"b_cid": filed.custom_id, "b_batch": batch_id, "b_now": now}
+    row |= {f"b_{name}": getattr(usage, name) for name in TOKENS}
+    row["b_mode"] = sent_mode_of(batch_id).value
+    if ResultType(filed.result) is ResultType.SUCCEEDED:
+        if filed.answer is None:
+            raise ValueError("a succeeded result needs its answer")
+        return {**row, "b_answer": filed.answer}
+    message = filed.error_message
+    return {
+        **row,
+        "b_error_class": filed.error_class or ResultType(filed.result).value,
+        "b_error_message": None if message is None else clip(message),
+    }
 
 
 @functools.cache
@@ -384,6 +458,55 @@ class ChunkQueries(SqlBase):
                 conn.execute(unusable_usage(custom_id, batch_id, usage, now))
             return filed
 
+    def file_results(
+        self, batch_id: str, results: Sequence[ChunkResult], *, max_attempts: int = 3
+    ) -> set[str]:
+        """``ChunkStates.file_results``: per slice, one SELECT of the chunks still SUBMITTED in
+        ``batch_id`` (locked on PostgreSQL) and one UPDATE each for answers, errors to retry and
+        failures, bound a row a chunk; the paid answers not kept go to ``replaced_answers``."""
+        first: dict[str, ChunkResult] = {}
+        for filed in results:
+            first.setdefault(filed.custom_id, filed)
+        c = chunk_rows.c
+        done: set[str] = set()
+        with self._write() as conn:
+            now = self._now()
+            for group in in_groups(list(first.values())):
+                open_ = sa.select(c.custom_id).where(
+                    c.custom_id.in_([filed.custom_id for filed in group]),
+                    c.batch_id == batch_id,
+                    c.status == ChunkStatus.SUBMITTED.value,
+                )
+                still = set(conn.scalars(open_.with_for_update()))
+                chosen = [filed for filed in group if filed.custom_id in still]
+                self._file_chosen(conn, batch_id, chosen, max_attempts, now)
+                done |= still
+        return done
+
+    @staticmethod
+    def _file_chosen(
+        conn: Connection, batch_id: str, chosen: Sequence[ChunkResult], max_attempts: int, now: datetime
+    ) -> None:
+        rows = {filed.custom_id: _filing_row(batch_id, filed, now) for filed in chosen}
+        statements: dict[Any, list[dict[str, Any]]] = {}
+        for filed in chosen:
+            if ResultType(filed.result) is ResultType.SUCCEEDED:
+                statement = _file_answers()
+            else:
+                statement = _file_errors(filed.retry, max_attempts)
+            statements.setdefault(statement, []).append(rows[filed.custom_id])
+        for statement, bound in statements.items():
+            conn.execute(statement, bound)
+        unusable = [
+            rows[filed.custom_id]
+            for filed in chosen
+            if ResultType(filed.result) is not ResultType.SUCCEEDED
+            and filed.usage is not None
+            and _brought_tokens(filed.usage)
+        ]
+        if unusable:
+            conn.execute(_keep_unusable(), unusable)
+
     def usage_totals(self, job_id: int | None = None) -> Usage:
         """Token sums over all answers, or one job's (the answers its redos replaced included)."""
         paid = paid_answers()
@@ -430,11 +553,22 @@ class ChunkQueries(SqlBase):
 
     def record_sent(self, sent: Mapping[str, tuple[ProcessingMode, float]]) -> None:
         """Chunks about to be sent: custom_id → (mode, expected cost in US dollars); stamped now."""
+        if not sent:
+            return
+        c = chunk_rows.c
+        values = {
+            "sent_mode": sa.bindparam("b_mode"),
+            "estimated_cost_usd": sa.bindparam("b_cost"),
+            "sent_at": sa.bindparam("b_now", type_=c.sent_at.type),
+        }
+        update = sa.update(chunk_rows).where(c.custom_id == sa.bindparam("b_cid")).values(values)
         now = self._now()
+        rows = [
+            {"b_cid": cid, "b_mode": ProcessingMode(mode).value, "b_cost": cost, "b_now": now}
+            for cid, (mode, cost) in sent.items()
+        ]
         with self._write() as conn:
-            for cid, (mode, cost) in sent.items():
-                values = {"sent_mode": ProcessingMode(mode).value, "estimated_cost_usd": cost, "sent_at": now}
-                conn.execute(sa.update(chunk_rows).where(chunk_rows.c.custom_id == cid).values(values))
+            conn.execute(update, rows)  # one statement, a row bound per chunk
 
     def spend_since(
         self, since: datetime, run: str | None = None

@@ -630,6 +630,26 @@ class JobQueries(SqlBase):
         with self._write() as conn:
             return conn.execute(move.values(updated_at=self._now())).rowcount == 1
 
+    def transition_jobs(
+        self, job_ids: Iterable[int], from_statuses: Iterable[JobStatus], to_status: JobStatus, **fields: Any
+    ) -> set[int]:
+        """``JobStates.transition_jobs``: one conditional UPDATE … RETURNING per slice of ids, in one
+        transaction; a job another writer moved meanwhile (a cancel) is left as it is."""
+        ids = sorted(set(job_ids))
+        if not ids:
+            return set()
+        values = {**_fields(fields), **RELEASED_LEASE, "status": JobStatus(to_status).value}
+        chosen = jobs.c.status.in_(_statuses(from_statuses))
+        moved: set[int] = set()
+        with self._write() as conn:
+            now = self._now()
+            for group in in_groups(ids):
+                move = (
+                    sa.update(jobs).where(jobs.c.id.in_(group), chosen).values({**values, "updated_at": now})
+                )
+                moved.update(conn.scalars(move.returning(jobs.c.id)))
+        return moved
+
     def fail_job(
         self, job_id: int, phase: str, error_class: str, message: str, *, lease: Lease | None = None
     ) -> bool:

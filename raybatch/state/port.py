@@ -131,6 +131,19 @@ class RequestTotals:
 
 
 @dataclass(frozen=True)
+class ChunkResult:
+    """One result to file for a chunk (see ``ChunkStates.file_result``, whose arguments these are)."""
+
+    custom_id: str
+    result: ResultType
+    answer: str | None = None
+    usage: Usage | None = None
+    error_class: str | None = None
+    error_message: str | None = None
+    retry: bool = False
+
+
+@dataclass(frozen=True)
 class ErrorRecord:
     """One classified failure of a job in a phase."""
 
@@ -296,6 +309,13 @@ class JobStates(Protocol):
         the job (the holder's next renew/finish raises LeaseLost)."""
         ...
 
+    def transition_jobs(
+        self, job_ids: Iterable[int], from_statuses: Iterable[JobStatus], to_status: JobStatus, **fields: Any
+    ) -> set[int]:
+        """``transition`` of many jobs (no lease) in one conditional UPDATE per slice of ids: the
+        ids of those that were in one of ``from_statuses``, and so moved."""
+        ...
+
     def fail_job(
         self, job_id: int, phase: str, error_class: str, message: str, *, lease: Lease | None = None
     ) -> bool:
@@ -367,6 +387,14 @@ class ChunkStates(Protocol):
         """File one result for a chunk SUBMITTED in ``batch_id``; False (nothing changed) for a
         duplicate, a stale batch, or an unknown custom_id. Errors with ``retry`` go to RETRY until
         ``max_attempts`` tries failed, then FAILED; without ``retry`` straight to FAILED."""
+        ...
+
+    def file_results(
+        self, batch_id: str, results: Sequence[ChunkResult], *, max_attempts: int = 3
+    ) -> set[str]:
+        """``file_result`` of each of ``results`` (of one batch, or one sync tag) in one transaction,
+        a few statements per slice of them: the custom_ids filed. The first of two results for one
+        custom_id is filed, as one after the other would be."""
         ...
 
     def usage_totals(self, job_id: int | None = None) -> Usage:

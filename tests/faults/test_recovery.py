@@ -35,11 +35,11 @@ async def test_a_batch_ended_before_its_jobs_were_settled_gets_them_settled(
 ) -> None:
     job = prepared_job(state, bundle_texts(0), name="ended")
     flaky = FlakyState(state)
-    flaky.fail["transition"] = 1  # the database goes away right after the results were filed
-    flaky.when["transition"] = lambda job_id, before, after, **_: after is JobStatus.ANSWERED
+    flaky.fail["transition_jobs"] = 1  # the database goes away right after the results were filed
+    flaky.when["transition_jobs"] = lambda job_ids, before, after, **_: after is JobStatus.ANSWERED
 
     await settle(coordinator(emulator, flaky), state, job)
-    assert flaky.failed == ["transition"]
+    assert flaky.failed == ["transition_jobs"]
     assert [b.status for b in state.active_batches()] == []
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
     assert emulator.app.calls["create"] == 1

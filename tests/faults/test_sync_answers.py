@@ -79,8 +79,9 @@ def test_a_coordinator_killed_with_unfiled_sync_answers_loses_none(
     job = prepared_job(state, bundle_texts(0), name="urgent", mode="sync")
     answered = FORK.Event()
     calls = (
-        "file_result",
+        "file_results",
         "transition",
+        "transition_jobs",
         "fail_job",
         "get_chunks",
         "chunks_of",
@@ -117,10 +118,11 @@ def test_a_coordinator_killed_with_unfiled_sync_answers_loses_none(
 
 # What a coordinator asks the database during a synchronous call and its passes.
 _COORDINATOR_CALLS = (
-    "file_result",
+    "file_results",
     "get_chunks",
     "chunks_of",
     "transition",
+    "transition_jobs",
     "fail_job",
     "set_progress",
     "chunk_progress",

@@ -51,10 +51,10 @@ async def test_a_database_error_while_filing_sync_answers_keeps_them(
 ) -> None:
     job = prepared_job(state, bundle_texts(0), name="urgent", mode="sync")
     flaky = FlakyState(state)
-    flaky.fail["file_result"] = 2
+    flaky.fail["file_results"] = 2
 
     await settle(coordinator(emulator, flaky), state, job, mode="sync")
-    assert flaky.failed == ["file_result", "file_result"]
+    assert flaky.failed == ["file_results", "file_results"]
     assert_ledger(state, emulator.app.answers(), answered=[job.job_id])
     assert sum(emulator.app.answers().values()) == len(job.chunks), "paid once each"
 
