@@ -4,15 +4,20 @@ A call writes one job or a group of small ones (``write_group``), each under its
 failing alone. Per job: stitch the chunk answers (validated when filed), take each page's text
 (its text layer, else the OCR's), slice each document's pages into its own PDF turned upright
 (scanned pages made searchable), draw a thumbnail, upload the PDF, the thumbnail and the text, score
-each document and mark the doubtful ones for review, then group, upsert rows and write the manifest
-(``write_outputs``); then append the group's rows to the Parquet table, one file for the group, and
-complete each job under its lease (``finish``). A source a person reviewed keeps its reviewed
-documents: a rerun or ``--force`` slices them again, never the model's answer. Keys come from ids,
+each document and mark the doubtful ones for review (``write_outputs``); then, for the call's jobs
+together, group, upsert rows and write each manifest (``settle``); then append the group's rows to
+the Parquet table, one file for the group, and complete each job under its lease (``finish``). A
+source a person reviewed keeps its reviewed documents: a rerun or ``--force`` slices them again,
+never the model's answer. Keys come from ids,
 so a rerun rewrites the same objects and rows, and its table rows supersede the old ones; a
 correction's ``publish`` appends the job's rows again. Plain class: Ray runs a pool of them as actors.
 
-Every object is put only while the lease still holds, and the database refuses a canceled job's
-rows: a write fenced by a cancel stops, and removes what it had written.
+A group's database work is a few statements for all its jobs (``write_group`` reads what they need
+at once; ``settle`` renews their leases, upserts their groups and rows and checks their leases
+before their manifests together), and one pool of upload threads serves every job. Each document's
+objects are put only while the lease still holds (one check for its PDF, thumbnail and text), the
+database refuses a canceled job's rows, and completion is fenced: a write fenced by a cancel stops,
+and removes what it had written; a lost lease or a cancel stops that job alone.
 """
 
 from __future__ import annotations
