@@ -34,6 +34,10 @@ class PageTextLookup(Protocol):
         """Every cached text of these pages of one source, by any engine."""
         ...
 
+    def cached_page_texts_of(self, sha256s: Iterable[str]) -> dict[str, list[CachedPage]]:
+        """Every cached text of every page of these sources, by any engine, by sha256."""
+        ...
+
 
 class CarriedPageTexts:
     """The cache of one chunk of one source, carried into its prepare task and back."""

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import sqlalchemy as sa
 
 from raybatch.errors import LeaseLost
 from raybatch.models import CachedPage, DocumentRecord, JobStatus, PageText
-from raybatch.state.base import SqlBase, clip
+from raybatch.state.base import SqlBase, clip, in_groups
 from raybatch.state.port import ErrorRecord
 from raybatch.state.rows import DOCUMENT_COLUMNS, document_record, document_values, error_record, page_text
 from raybatch.state.schema import classes_files, errors, groups, page_ocr, settings
@@ -26,26 +26,34 @@ class CatalogQueries(SqlBase):
     def upsert_documents(self, job_id: int, documents: Sequence[DocumentRecord]) -> None:
         """Make the job's documents exactly these (by index): reruns never duplicate, and indexes
         not in ``documents`` are removed."""
-        if any(record.job_id != job_id for record in documents):
-            raise ValueError(f"documents of another job given to upsert_documents({job_id})")
+        if self.upsert_documents_of({job_id: documents}):
+            raise LeaseLost(f"job {job_id} was canceled: its documents are not written")
+
+    def upsert_documents_of(self, documents: Mapping[int, Sequence[DocumentRecord]]) -> set[int]:
+        """``upsert_documents`` of several jobs in one transaction of three statements (per 1,000
+        jobs); the jobs refused because they were canceled (none of their rows written)."""
+        if any(record.job_id != job_id for job_id, records in documents.items() for record in records):
+            raise ValueError("documents of another job given to upsert_documents_of")
         insert = self._insert(document_rows)
         replaced = {name: insert.excluded[name] for name in (*DOCUMENT_COLUMNS, "updated_at")}
         upsert = insert.on_conflict_do_update(index_elements=["job_id", "doc_index"], set_=replaced)
-        indexes = [record.index for record in documents]
+        canceled: set[int] = set()
         with self._write() as conn:
             now = self._now()
-            # Locked against a cancel: no row is written for a job once it is canceled.
-            status = conn.execute(
-                sa.select(job_rows.c.status).where(job_rows.c.id == job_id).with_for_update()
-            ).scalar()
-            if status == JobStatus.CANCELED.value:
-                raise LeaseLost(f"job {job_id} was canceled: its documents are not written")
-            conn.execute(
-                sa.delete(document_rows).where(
-                    document_rows.c.job_id == job_id, document_rows.c.doc_index.not_in(indexes)
-                )
-            )
-            if documents:
+            for group in in_groups(sorted(documents)):
+                # Locked against a cancel: no row is written for a job once it is canceled.
+                locked = sa.select(job_rows.c.id, job_rows.c.status).where(job_rows.c.id.in_(group))
+                statuses = {row.id: row.status for row in conn.execute(locked.with_for_update())}
+                refused = {job_id for job_id in group if statuses.get(job_id) == JobStatus.CANCELED.value}
+                canceled |= refused
+                writing = [job_id for job_id in group if job_id not in refused]
+                if not writing:
+                    continue
+                kept = [(job_id, r.index) for job_id in writing for r in documents[job_id]]
+                stale = [document_rows.c.job_id.in_(writing)]
+                if kept:
+                    stale.append(sa.tuple_(document_rows.c.job_id, document_rows.c.doc_index).not_in(kept))
+                conn.execute(sa.delete(document_rows).where(*stale))
                 rows = [
                     {
                         **document_values(r),
@@ -54,9 +62,12 @@ class CatalogQueries(SqlBase):
                         "created_at": now,
                         "updated_at": now,
                     }
-                    for r in documents
+                    for job_id in writing
+                    for r in documents[job_id]
                 ]
-                conn.execute(upsert, rows)
+                if rows:
+                    conn.execute(upsert, rows)
+        return canceled
 
     def delete_documents(self, job_id: int) -> int:
         """Remove a job's document rows (a canceled job's outputs); how many went."""
@@ -115,6 +126,23 @@ class CatalogQueries(SqlBase):
             now = self._now()
             conn.execute(upsert.values(key=key, label=label, created_at=now, updated_at=now))
 
+    def upsert_groups(self, labels: Mapping[str, str]) -> None:
+        """``upsert_group`` of each key → label, in one statement."""
+        if not labels:
+            return
+        insert = self._insert(groups)
+        upsert = insert.on_conflict_do_update(
+            index_elements=["key"],
+            set_={"label": insert.excluded.label, "updated_at": insert.excluded.updated_at},
+        )
+        with self._write() as conn:
+            now = self._now()
+            rows = [
+                {"key": k, "label": v, "created_at": now, "updated_at": now}
+                for k, v in sorted(labels.items())
+            ]
+            conn.execute(upsert.values(rows))
+
     def list_groups(self) -> dict[str, str]:
         """Every group's key and label."""
         with self._read() as conn:
@@ -135,6 +163,16 @@ class CatalogQueries(SqlBase):
         query = sa.select(page_ocr).where(page_ocr.c.sha256 == sha256, page_ocr.c.page.in_(list(pages)))
         with self._read() as conn:
             return [CachedPage(row.engine, page_text(row)) for row in conn.execute(query)]
+
+    def cached_page_texts_of(self, sha256s: Iterable[str]) -> dict[str, list[CachedPage]]:
+        """Every cached text of every page of these sources, by any engine, by sha256 (a source
+        with none: an empty list)."""
+        found: dict[str, list[CachedPage]] = {sha: [] for sha in sha256s}
+        with self._read() as conn:
+            for group in in_groups(sorted(found)):
+                for row in conn.execute(sa.select(page_ocr).where(page_ocr.c.sha256.in_(group))):
+                    found[row.sha256].append(CachedPage(row.engine, page_text(row)))
+        return found
 
     def put_page_text(self, sha256: str, engine: str, text: PageText) -> None:
         """Cache one page's text under (sha256, page, engine); a second put replaces it."""

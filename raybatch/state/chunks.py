@@ -526,16 +526,26 @@ class ChunkQueries(SqlBase):
         origins = (sa.func.sum(paid.c.emulated), sa.func.sum(paid.c.reused))
         query = sa.select(mode, sa.func.count(), *origins, *sums).group_by(mode)
         groups: list[list[int] | None] = [None] if job_ids is None else list(in_groups(list(job_ids)))
-        usages: dict[ProcessingMode, list[Usage]] = {}
-        counts = [0, 0, 0]
+        rows: list[Any] = []
         with self._read() as conn:
             for group in groups:
                 chosen = query if group is None else query.where(paid.c.job_id.in_(group))
-                for row in conn.execute(chosen):
-                    usages.setdefault(ProcessingMode(row[0]), []).append(Usage(*(int(v) for v in row[4:])))
-                    counts = [total + int(v or 0) for total, v in zip(counts, row[1:4], strict=True)]
-        by_mode = {name: add_usage(items) for name, items in usages.items()}
-        return RequestTotals(by_mode, *counts)
+                rows.extend(conn.execute(chosen))
+        return _totals(rows)
+
+    def request_totals_by_job(self, job_ids: Iterable[int]) -> dict[int, RequestTotals]:
+        """``request_totals([job])`` of each of these jobs, by job, in one statement (per 1,000)."""
+        paid = paid_answers()
+        mode = sa.func.coalesce(paid.c.sent_mode, ProcessingMode.BATCH.value)
+        sums = [sa.func.coalesce(sa.func.sum(paid.c[name]), 0) for name in TOKENS]
+        origins = (sa.func.sum(paid.c.emulated), sa.func.sum(paid.c.reused))
+        query = sa.select(paid.c.job_id, mode, sa.func.count(), *origins, *sums).group_by(paid.c.job_id, mode)
+        rows: dict[int, list[Any]] = {job_id: [] for job_id in job_ids}
+        with self._read() as conn:
+            for group in in_groups(sorted(rows)):
+                for row in conn.execute(query.where(paid.c.job_id.in_(group))):
+                    rows[int(row[0])].append(row[1:])
+        return {job_id: _totals(found) for job_id, found in rows.items()}
 
     def answers_for(self, keys: Sequence[str]) -> dict[str, ChunkRecord]:
         """A succeeded chunk for each of ``keys`` that has one (the oldest): answers already held."""
@@ -593,3 +603,13 @@ class ChunkQueries(SqlBase):
                 ProcessingMode(row[0]): Usage(*(int(v) for v in row[1:])) for row in conn.execute(answered)
             }
         return expected, usage
+
+
+def _totals(rows: Sequence[Any]) -> RequestTotals:
+    """RequestTotals of (mode, answers, emulated, reused, *tokens) rows, a mode in several added."""
+    usages: dict[ProcessingMode, list[Usage]] = {}
+    counts = [0, 0, 0]
+    for row in rows:
+        usages.setdefault(ProcessingMode(row[0]), []).append(Usage(*(int(v) for v in row[4:])))
+        counts = [total + int(v or 0) for total, v in zip(counts, row[1:4], strict=True)]
+    return RequestTotals({name: add_usage(items) for name, items in usages.items()}, *counts)

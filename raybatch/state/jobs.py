@@ -29,7 +29,16 @@ from raybatch.models import (
     ProcessingMode,
     SourceKind,
 )
-from raybatch.state.base import RELEASED_LEASE, SqlBase, clip, held_by, in_groups, insert_on
+from raybatch.state.base import (
+    RELEASED_LEASE,
+    SqlBase,
+    clip,
+    held_by,
+    held_by_all,
+    held_values,
+    in_groups,
+    insert_on,
+)
 from raybatch.state.port import JobGlance, JobTotals, NewJob
 from raybatch.state.rows import MODE, PRIORITY, STATUS, job_record
 from raybatch.state.schema import documents as document_rows
@@ -585,6 +594,33 @@ class JobQueries(SqlBase):
         """Whether ``lease`` still holds its job (not taken over, released or canceled)."""
         with self._read() as conn:
             return conn.execute(sa.select(jobs.c.id).where(held_by(lease))).first() is not None
+
+    def holding(self, leases: Sequence[Lease]) -> set[int]:
+        """The jobs of ``leases`` that their lease still holds, in one SELECT (per 10,000)."""
+        held: set[int] = set()
+        if not leases:
+            return held
+        with self._read() as conn:
+            for start in range(0, len(leases), _LEASES_PER_STATEMENT):
+                group = leases[start : start + _LEASES_PER_STATEMENT]
+                query = sa.select(jobs.c.id).where(held_by_all())
+                held.update(row.id for row in conn.execute(query, held_values(group)))
+        return held
+
+    def finish_claims(self, leases: Sequence[Lease], to_status: JobStatus, **fields: Any) -> set[int]:
+        """``finish_claim`` of many leases in one UPDATE (per 10,000), the same ``fields`` for
+        all; the jobs moved on (a lease taken over or ended moves nothing, and is left out)."""
+        values = {**_fields(fields), **RELEASED_LEASE, "status": JobStatus(to_status).value}
+        moved: set[int] = set()
+        if not leases:
+            return moved
+        with self._write() as conn:
+            now = self._now()
+            for start in range(0, len(leases), _LEASES_PER_STATEMENT):
+                group = leases[start : start + _LEASES_PER_STATEMENT]
+                finish = sa.update(jobs).where(held_by_all()).values(values).values(updated_at=now)
+                moved.update(row.id for row in conn.execute(finish.returning(jobs.c.id), held_values(group)))
+        return moved
 
     def renew_lease(self, lease: Lease, lease_seconds: float) -> Lease:
         """Extend a lease still held; raises LeaseLost when it was taken over or released."""

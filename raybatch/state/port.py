@@ -295,6 +295,15 @@ class JobStates(Protocol):
         ``fields``: pages, progress, mode, attempts, error_class, error_message."""
         ...
 
+    def holding(self, leases: Sequence[Lease]) -> set[int]:
+        """The jobs of ``leases`` that their lease still holds (``holds`` of many, one statement)."""
+        ...
+
+    def finish_claims(self, leases: Sequence[Lease], to_status: JobStatus, **fields: Any) -> set[int]:
+        """``finish_claim`` of many in one statement, the same ``fields`` for all; the jobs moved
+        on (those whose lease was taken over or ended are left out, unchanged)."""
+        ...
+
     def transition(
         self,
         job_id: int,
@@ -414,6 +423,10 @@ class ChunkStates(Protocol):
         """Submitted jobs with no chunk in flight, and prepared jobs with nothing left to send."""
         ...
 
+    def request_totals_by_job(self, job_ids: Iterable[int]) -> dict[int, RequestTotals]:
+        """``request_totals([job])`` of each of these jobs, by job, in one statement."""
+        ...
+
     def request_totals(self, job_ids: Iterable[int] | None = None) -> RequestTotals:
         """Tokens by sent mode and answer origins over all chunks, or those of ``job_ids``."""
         ...
@@ -500,6 +513,11 @@ class Catalog(Protocol):
         (LeaseLost) once the job is canceled."""
         ...
 
+    def upsert_documents_of(self, documents: Mapping[int, Sequence[DocumentRecord]]) -> set[int]:
+        """``upsert_documents`` of several jobs (job id → its documents) in a few statements; the
+        jobs refused because they were canceled (none of their rows written; the others are)."""
+        ...
+
     def delete_documents(self, job_id: int) -> int:
         """Remove a job's document rows (a canceled job's outputs); how many went."""
         ...
@@ -524,6 +542,10 @@ class Catalog(Protocol):
 
     def upsert_group(self, key: str, label: str) -> None:
         """Create the group ``key`` or update its label."""
+        ...
+
+    def upsert_groups(self, labels: Mapping[str, str]) -> None:
+        """``upsert_group`` of each key → label, in one statement."""
         ...
 
     def list_groups(self) -> dict[str, str]:
@@ -736,6 +758,10 @@ class Reviews(Protocol):
         """A job's previous document versions (rows and object keys as they were)."""
         ...
 
+    def versions_of(self, job_ids: Iterable[int]) -> dict[int, list[DocumentVersion]]:
+        """``document_versions`` of each of these jobs, by job, in one statement."""
+        ...
+
     def highest_versions(self, job_id: int) -> dict[int, int]:
         """The highest version each index of a job has had, current or previous."""
         ...
@@ -775,6 +801,10 @@ class Reviews(Protocol):
 
     def reviewed_layout(self, sha256: str) -> list[DocumentRecord]:
         """The current documents of the newest job of this source with a reviewed document."""
+        ...
+
+    def reviewed_layouts(self, sha256s: Iterable[str]) -> dict[str, list[DocumentRecord]]:
+        """``reviewed_layout`` of each of these sources, by sha256, in two statements."""
         ...
 
 

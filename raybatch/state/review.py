@@ -9,7 +9,7 @@ versions, and the correction is one row of ``corrections``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -117,6 +117,17 @@ class ReviewQueries(SqlBase):
         with self._read() as conn:
             return [_version(row) for row in conn.execute(query)]
 
+    def versions_of(self, job_ids: Iterable[int]) -> dict[int, list[DocumentVersion]]:
+        """``document_versions`` of each of these jobs, by job (a job with none: an empty list)."""
+        found: dict[int, list[DocumentVersion]] = {job_id: [] for job_id in job_ids}
+        order = (document_versions.c.job_id, document_versions.c.doc_index, document_versions.c.version)
+        with self._read() as conn:
+            for group in in_groups(sorted(found)):
+                query = sa.select(document_versions).where(document_versions.c.job_id.in_(group))
+                for row in conn.execute(query.order_by(*order)):
+                    found[row.job_id].append(_version(row))
+        return found
+
     def highest_versions(self, job_id: int) -> dict[int, int]:
         """The highest version each index of a job has had, current or previous."""
         found: dict[int, int] = {}
@@ -211,6 +222,26 @@ class ReviewQueries(SqlBase):
                 return []
             rows = sa.select(document_rows).where(document_rows.c.job_id == job_id)
             return [document_record(row) for row in conn.execute(rows.order_by(document_rows.c.doc_index))]
+
+    def reviewed_layouts(self, sha256s: Iterable[str]) -> dict[str, list[DocumentRecord]]:
+        """``reviewed_layout`` of each of these sources, by sha256, in two statements (per 1,000)."""
+        found: dict[str, list[DocumentRecord]] = {sha: [] for sha in sha256s}
+        with self._read() as conn:
+            for group in in_groups(sorted(found)):
+                newest = (
+                    sa.select(job_rows.c.sha256, sa.func.max(document_rows.c.job_id))
+                    .join(job_rows, job_rows.c.id == document_rows.c.job_id)
+                    .where(job_rows.c.sha256.in_(group), document_rows.c.review.in_(REVIEWED))
+                    .group_by(job_rows.c.sha256)
+                )
+                source_of = {int(job_id): sha for sha, job_id in conn.execute(newest)}
+                if not source_of:
+                    continue
+                rows = sa.select(document_rows).where(document_rows.c.job_id.in_(list(source_of)))
+                order = (document_rows.c.job_id, document_rows.c.doc_index)
+                for row in conn.execute(rows.order_by(*order)):
+                    found[source_of[row.job_id]].append(document_record(row))
+        return found
 
     def _rows(self, conn: Connection, job_id: int, indexes: Sequence[int]) -> dict[int, DocumentRecord]:
         query = sa.select(document_rows).where(

@@ -4,15 +4,20 @@ A call writes one job or a group of small ones (``write_group``), each under its
 failing alone. Per job: stitch the chunk answers (validated when filed), take each page's text
 (its text layer, else the OCR's), slice each document's pages into its own PDF turned upright
 (scanned pages made searchable), draw a thumbnail, upload the PDF, the thumbnail and the text, score
-each document and mark the doubtful ones for review, then group, upsert rows and write the manifest
-(``write_outputs``); then append the group's rows to the Parquet table, one file for the group, and
-complete each job under its lease (``finish``). A source a person reviewed keeps its reviewed
-documents: a rerun or ``--force`` slices them again, never the model's answer. Keys come from ids,
+each document and mark the doubtful ones for review (``write_outputs``); then, for the call's jobs
+together, group, upsert rows and write each manifest (``settle``); then append the group's rows to
+the Parquet table, one file for the group, and complete each job under its lease (``finish``). A
+source a person reviewed keeps its reviewed documents: a rerun or ``--force`` slices them again,
+never the model's answer. Keys come from ids,
 so a rerun rewrites the same objects and rows, and its table rows supersede the old ones; a
 correction's ``publish`` appends the job's rows again. Plain class: Ray runs a pool of them as actors.
 
-Every object is put only while the lease still holds, and the database refuses a canceled job's
-rows: a write fenced by a cancel stops, and removes what it had written.
+A group's database work is a few statements for all its jobs (``write_group`` reads what they need
+at once; ``settle`` renews their leases, upserts their groups and rows and checks their leases
+before their manifests together), and one pool of upload threads serves every job. Each document's
+objects are put only while the lease still holds (one check for its PDF, thumbnail and text), the
+database refuses a canceled job's rows, and completion is fenced: a write fenced by a cancel stops,
+and removes what it had written; a lost lease or a cancel stops that job alone.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import logging
 import os
 import resource
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -45,8 +50,10 @@ from raybatch.metrics import Metrics
 from raybatch.models import (
     REDO,
     REDO_FRESH,
+    CachedPage,
     ChunkRecord,
     DocumentRecord,
+    DocumentVersion,
     JobRecord,
     JobStatus,
     Lease,
@@ -66,7 +73,7 @@ from raybatch.settings import (
     StoreSettings,
 )
 from raybatch.sources import read_source_patiently
-from raybatch.state.port import Catalog, Flags, JobsWithChunks, Reviews
+from raybatch.state.port import Catalog, Flags, JobsWithChunks, RequestTotals, Reviews
 from raybatch.steps.group import GroupIdentity, assign_groups, group_identity, group_values
 from raybatch.steps.manifest import build_manifest
 from raybatch.steps.open_source import open_source
@@ -102,13 +109,48 @@ class WriteReport:
     review_pending: int = 0  # of its documents, those that wait for a person
 
 
+@dataclass(frozen=True)
+class Known:
+    """What a ``write_group`` call read for all its jobs at once: reviewed layouts and cached page
+    texts by source sha256, document versions and request totals by job."""
+
+    reviewed: Mapping[str, list[DocumentRecord]]
+    texts: Mapping[str, list[CachedPage]]
+    versions: Mapping[int, list[DocumentVersion]]
+    totals: Mapping[int, RequestTotals]
+
+    def cached_page_texts(self, sha256: str, pages: Sequence[int]) -> list[CachedPage]:
+        """``PageTextLookup`` of a source of the call."""
+        wanted = set(pages)
+        return [cached for cached in self.texts[sha256] if cached.text.page in wanted]
+
+    def cached_page_texts_of(self, sha256s: Iterable[str]) -> dict[str, list[CachedPage]]:
+        """``PageTextLookup`` of sources of the call."""
+        return {sha: self.texts[sha] for sha in sha256s}
+
+
+@dataclass(frozen=True)
+class Built:
+    """A job whose objects are written, under its lease: its table rows, whether its rows are to be
+    upserted (not those of a source reviewed in this job), and whether it is settled already (a
+    redo writes its rows and manifest itself)."""
+
+    lease: Lease
+    rows: JobRows
+    upsert: bool = True
+    settled: bool = False
+
+
+MOST_AT_ONCE = 4  # documents_at_once's largest: the writer's pool of upload threads
+
+
 def documents_at_once(size_bytes: int) -> int:
     """How many documents of one job are built at a time: 1 above 50 MB, 2 from 20 MB, else 4."""
     if size_bytes > 50 * MIB:
         return 1
     if size_bytes >= 20 * MIB:
         return 2
-    return 4
+    return MOST_AT_ONCE
 
 
 def page_rotations(chunks: Sequence[ChunkRecord], stitched: Sequence[StitchedDocument]) -> dict[int, int]:
@@ -155,6 +197,8 @@ class ResultWriter:
         self._classes: ClassesFile = classes_of(claude)
         self._classes_sha: str | None = None  # kept in the database on the first write
         self._spellings: set[tuple[str, tuple[str, ...]]] | None = None  # known groups, read once a call
+        self._known: Known | None = None  # what a write_group call's jobs need, read once for it
+        self._pool: ThreadPoolExecutor | None = None  # the uploads of every job, made on first use
 
     @classmethod
     def of_settings(cls, state: WriterState, store: ObjectStore, settings: Settings) -> ResultWriter:
@@ -194,25 +238,32 @@ class ResultWriter:
         return report
 
     def write_group(self, leases: Sequence[Lease]) -> list[WriteReport]:
-        """Write these jobs, each under its own lease and failing alone: their outputs one after
-        another, then one table file for those written, and each completed. Their jobs and chunks,
-        and the groups other jobs made, are read once for the call. A report per job, in order."""
+        """Write these jobs, each under its own lease and failing alone: their objects one job after
+        another, then their rows and manifests together (``settle``), one table file for those
+        written, and each completed. What the jobs need from the database (their chunks, reviewed
+        layouts, cached page texts, document versions, request totals, the groups other jobs made)
+        is read once for the call, in a few statements. A report per job, in order."""
         ids = [lease.job_id for lease in leases]
         jobs = {job.id: job for job in self._state.get_jobs(ids)}
         chunks = self._state.chunks_of(ids)
         began: dict[int, float] = {}
-        written: list[tuple[Lease, JobRows]] = []
+        built: list[Built] = []
         ended: dict[int, tuple[JobStatus, str | None]] = {}
+        self._known = self._read_known(list(jobs.values()))
         try:
             for lease in leases:
                 job = jobs[lease.job_id] if lease.job_id in jobs else self._state.get_job(lease.job_id)
                 began[job.id], jobs[job.id] = time.time(), job
                 try:
-                    written.append((lease, self.write_outputs(job, lease, chunks[job.id])))
+                    built.append(self.write_outputs(job, lease, chunks.get(job.id)))
                 except Exception as exc:  # every failure is this job's, not the writer's: see _failed
                     ended[job.id] = self._failed(job, lease, exc)
+            written, broken = self.settle(built)
         finally:
-            self._spellings = None
+            self._spellings, self._known = None, None
+        for one in built:
+            if one.lease.job_id in broken:
+                ended[one.lease.job_id] = self._failed(one.rows.job, one.lease, broken[one.lease.job_id])
         refused = self.finish(written)
         for lease, rows in written:
             cause = refused.get(lease.job_id)
@@ -221,6 +272,16 @@ class ResultWriter:
             )
         kept = {lease.job_id: rows for lease, rows in written}
         return [self._report(jobs[i], began[i], *ended[i], kept.get(i)) for i in ids]
+
+    def _read_known(self, jobs: Sequence[JobRecord]) -> Known:
+        """What writing these jobs reads from the database, for all of them at once."""
+        state, ids, sources = self._state, [job.id for job in jobs], {job.sha256 for job in jobs}
+        return Known(
+            reviewed=state.reviewed_layouts(sources),
+            texts=state.cached_page_texts_of(sources),
+            versions=state.versions_of(ids),
+            totals=state.request_totals_by_job(ids),
+        )
 
     def _report(
         self, job: JobRecord, started: float, status: JobStatus, error: str | None, rows: JobRows | None
@@ -266,32 +327,83 @@ class ResultWriter:
 
     def write_outputs(
         self, job: JobRecord, lease: Lease, chunks: Sequence[ChunkRecord] | None = None
-    ) -> JobRows:
-        """A job's objects, rows, groups and manifest; its table rows, to be appended by ``finish``.
-        ``chunks``: the job's, when already read."""
+    ) -> Built:
+        """A job's objects (a redo's rows and manifest too); its rows, groups and manifest are
+        written by ``settle``, its table rows appended by ``finish``. ``chunks``: the job's, when
+        already read."""
         chunks = self._state.get_chunks(job.id) if chunks is None else chunks
         answers = [(c.n, ChunkAnswer.model_validate_json(c.answer or "")) for c in chunks]
         stitched = stitch(answers, job.pages or 0, self._classes)
         rotations = page_rotations(chunks, stitched)
         if _redoing(job):
-            return self._redo(job, lease, chunks, answers, stitched)
-        kept = self._state.reviewed_layout(job.sha256)
+            return Built(lease, self._redo(job, lease, chunks, answers, stitched), settled=True)
+        kept = self._reviewed(job)
         if kept and kept[0].job_id == job.id:  # reviewed here: its rows and objects stand as they are
-            records, texts = kept, self._stored_texts(kept)
+            rows = JobRows(job, kept, self._provenance(), chunks, self._stored_texts(kept))
+            return Built(lease, rows, upsert=False)
+        layout = kept_layout(kept) if kept else stitched
+        records, texts = self._build_documents(job, layout, rotations, lease)
+        if kept:
+            records = carried(records, kept)
         else:
-            layout = kept_layout(kept) if kept else stitched
-            records, texts = self._build_documents(job, layout, rotations, lease)
-            if kept:
-                records = carried(records, kept)
-            else:
-                records = mark_documents(records, answers, stitched, self._ocr(job), self._thresholds)
-            self._state.renew_lease(lease, self._lease_seconds)
-            records = self._group(records)
-            self._state.upsert_documents(job.id, records)
-        self._drop_stale_objects(job.id, records)
-        self._fence(lease)
-        self._put_json(self._keys().manifest(job.id), self._manifest(job, records, chunks))
-        return JobRows(job, records, self._provenance(), chunks, texts)
+            records = mark_documents(records, answers, stitched, self._ocr(job), self._thresholds)
+        return Built(lease, JobRows(job, records, self._provenance(), chunks, texts))
+
+    def settle(self, built: Sequence[Built]) -> tuple[list[tuple[Lease, JobRows]], dict[int, Exception]]:
+        """The rows, groups and manifests of jobs whose objects are written, together: their leases
+        renewed in one statement, their groups and rows upserted in a few (each job alone should the
+        rows of all fail), each manifest put while its lease holds. The jobs settled, with their
+        table rows; what broke each of the others, by job id."""
+        broken: dict[int, Exception] = {}
+        rows_of = {one.lease.job_id: one.rows for one in built}
+
+        def lost(lease: Lease) -> LeaseLost:
+            return LeaseLost(f"job {lease.job_id}: lease {lease.token} of {lease.worker_id} is gone")
+
+        unsettled = [one for one in built if not one.settled]
+        try:
+            leases = [one.lease for one in unsettled]
+            renewed = {lease.job_id for lease in self._state.renew_leases(leases, self._lease_seconds)}
+        except Exception as exc:  # the database is away: every job of the call meets it
+            return [(one.lease, one.rows) for one in built if one.settled], {x.job_id: exc for x in leases}
+        broken |= {one.lease.job_id: lost(one.lease) for one in unsettled if one.lease.job_id not in renewed}
+        upserts = {one.lease.job_id: list(one.rows.documents) for one in unsettled if one.upsert}
+        grouped, failed = self._group_all({i: records for i, records in upserts.items() if i not in broken})
+        broken |= failed
+        for job_id, records in grouped.items():
+            rows_of[job_id] = replace(rows_of[job_id], documents=records)
+        broken |= self._upsert_documents(grouped)
+        placed = [one for one in unsettled if one.lease.job_id not in broken]
+        try:
+            held = self._state.holding([one.lease for one in placed])
+        except Exception as exc:
+            held, broken = set(), broken | {one.lease.job_id: exc for one in placed}
+        for one in placed:
+            job_id, rows = one.lease.job_id, rows_of[one.lease.job_id]
+            try:
+                self._drop_stale_objects(job_id, rows.documents)
+                if job_id not in held:  # checked before its manifest, as before its objects
+                    raise lost(one.lease)
+                manifest = self._manifest(rows.job, rows.documents, rows.chunks)
+                self._put_json(self._keys().manifest(job_id), manifest)
+            except Exception as exc:
+                broken.setdefault(job_id, exc)
+        written = [(one.lease, rows_of[one.lease.job_id]) for one in built if one.lease.job_id not in broken]
+        return written, broken
+
+    def _upsert_documents(self, documents: Mapping[int, list[DocumentRecord]]) -> dict[int, Exception]:
+        """Upsert these jobs' rows; what refused each job (a cancel, or its rows failing alone)."""
+        try:
+            canceled = self._state.upsert_documents_of(documents)
+        except Exception as exc:
+            if isinstance(exc, TransientError) or len(documents) == 1:
+                return dict.fromkeys(documents, exc)
+            return {
+                i: e
+                for i, records in documents.items()
+                for i, e in self._upsert_documents({i: records}).items()
+            }
+        return {i: LeaseLost(f"job {i} was canceled: its documents are not written") for i in canceled}
 
     def _redo(
         self,
@@ -315,7 +427,7 @@ class ResultWriter:
         self._fence(lease)
         self._state.record_correction(correction, plan.expected, written, plan.removed)
         records = self._state.list_documents(job.id)
-        self._drop_stale_objects(job.id, records)
+        self._drop_stale_objects(job.id, records, fresh=True)  # the versions it made included
         self._fence(lease)
         self._put_json(self._keys().manifest(job.id), self._manifest(job, records, chunks))
         return JobRows(job, records, self._provenance(), chunks, self._stored_texts(records))
@@ -327,30 +439,38 @@ class ResultWriter:
         A job whose completion is refused after the append (its lease lost) is written again later:
         its newer rows supersede these (``raybatch.steps.table_files``)."""
         refused: dict[int, Exception] = {}
-        held = []
-        for lease, rows in written:
-            try:
-                self._fence(lease)
-                held.append((lease, rows))
-            except Exception as exc:
-                refused[lease.job_id] = exc
+        try:
+            holding = self._state.holding([lease for lease, _ in written])
+        except Exception as exc:
+            return {lease.job_id: exc for lease, _ in written}
+        for lease, _ in written:
+            if lease.job_id not in holding:
+                refused[lease.job_id] = LeaseLost(f"job {lease.job_id}: lease {lease.token} is gone")
+        held = [(lease, rows) for lease, rows in written if lease.job_id not in refused]
         refused |= self._append(held)
-        for lease, rows in held:
-            if lease.job_id in refused:
+        held = [(lease, rows) for lease, rows in held if lease.job_id not in refused]
+        for redo in (False, True):  # a redo's mark is cleared as it completes
+            mine = [(lease, rows) for lease, rows in held if _redoing(rows.job) is redo]
+            cleared = {"error_class": None, "error_message": None} if redo else {}
+            leases = [lease for lease, _ in mine]
+            if not leases:
                 continue
-            cleared = {"error_class": None, "error_message": None} if _redoing(rows.job) else {}
             try:
-                self._state.finish_claim(
-                    lease,
+                done = self._state.finish_claims(
+                    leases,
                     JobStatus.COMPLETED,
                     progress=100.0,
                     classes_sha=self._recorded_classes(),
                     **cleared,
                 )
             except Exception as exc:
-                refused[lease.job_id] = exc
+                refused |= {lease.job_id: exc for lease in leases}
                 continue
-            self._metrics.documents_written(len(rows.documents), rows.job.priority)
+            for lease, rows in mine:
+                if lease.job_id in done:
+                    self._metrics.documents_written(len(rows.documents), rows.job.priority)
+                else:
+                    refused[lease.job_id] = LeaseLost(f"job {lease.job_id}: lease {lease.token} is gone")
         return refused
 
     def _append(self, written: Sequence[tuple[Lease, JobRows]]) -> dict[int, Exception]:
@@ -389,10 +509,21 @@ class ResultWriter:
             classes_sha256=self._recorded_classes(),
         )
 
+    def _texts(self, job: JobRecord) -> PageTextLookup:
+        """Where the job's cached page texts are read: what its call read, else the database."""
+        known = self._known
+        return known if known is not None and job.sha256 in known.texts else self._state
+
+    def _reviewed(self, job: JobRecord) -> list[DocumentRecord]:
+        known = self._known
+        if known is not None and job.sha256 in known.reviewed:
+            return known.reviewed[job.sha256]
+        return self._state.reviewed_layout(job.sha256)
+
     def _ocr(self, job: JobRecord) -> dict[int, float]:
         """Each OCR-read page's word confidence (the best of the engines that read it)."""
         found: dict[int, float] = {}
-        for cached in self._state.cached_page_texts(job.sha256, range(1, (job.pages or 0) + 1)):
+        for cached in self._texts(job).cached_page_texts(job.sha256, range(1, (job.pages or 0) + 1)):
             if cached.text.source is TextSource.OCR:
                 page = cached.text.page
                 found[page] = max(found.get(page, 0.0), cached.text.confidence)
@@ -414,14 +545,13 @@ class ResultWriter:
         """Slice, draw and upload every document, with its text; at most 1/2/4 built and not yet
         uploaded. The records, and each document's text by index."""
         data = read_source_patiently(job.source_uri, self._sources, sha256=job.sha256)  # the file prepared
-        at_once = documents_at_once(len(data))
-        slots = BoundedSemaphore(at_once)
-        with (
-            ThreadPoolExecutor(max_workers=at_once, thread_name_prefix=f"write-{job.id}") as pool,
-            _opened(data, job, self._max_page_pixels) as source,
-        ):
+        slots = BoundedSemaphore(documents_at_once(len(data)))
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=MOST_AT_ONCE, thread_name_prefix="write")
+        pool = self._pool
+        with _opened(data, job, self._max_page_pixels) as source:
             spans = [(d.first_page, d.last_page) for d in stitched]
-            pages = page_texts(source, job.sha256, self._state, spans)
+            pages = page_texts(source, job.sha256, self._texts(job), spans)
             uploads: list[Future[DocumentRecord]] = []
             texts: dict[int, str] = {}
             for index, doc in enumerate(stitched):
@@ -477,11 +607,9 @@ class ResultWriter:
             keys.document_thumb(job.id, index, version),
             keys.document_text(job.id, index, version),
         )
-        self._fence(lease)
+        self._fence(lease)  # once for the document's three objects
         self._store.put(pdf_key, pdf, content_type="application/pdf", metadata=metadata)
-        self._fence(lease)
         self._store.put(thumb_key, thumb, content_type="image/webp", metadata=metadata)
-        self._fence(lease)
         self._store.put(text_key, text.encode("utf-8"), content_type=TEXT_TYPE, metadata=metadata)
         return pdf_key, thumb_key, text_key
 
@@ -515,27 +643,60 @@ class ResultWriter:
         )
 
     def _group(self, records: list[DocumentRecord]) -> list[DocumentRecord]:
-        """Group key per document, near-spellings joined to groups other jobs already made."""
+        """Group key per document of one job (see ``_group_all``)."""
+        grouped, failed = self._group_all({0: records})
+        if failed:
+            raise failed[0]
+        return grouped[0]
+
+    def _group_all(
+        self, documents: Mapping[int, list[DocumentRecord]]
+    ) -> tuple[dict[int, list[DocumentRecord]], dict[int, Exception]]:
+        """Group key per document of these jobs, near-spellings joined to groups other jobs already
+        made; their groups upserted together (each job's alone should that fail). The documents
+        grouped by job, and what broke each job that was not."""
         group_by = self._classes.group_by
-        if not group_by:
-            return records
+        if not group_by or not documents:
+            return dict(documents), {}
         spellings = self._spellings
         if spellings is None:  # read once for a group of jobs (``write_group`` forgets it at its end)
             spellings = self._spellings = set(self._state.group_spellings(group_by))
-        known = list(_known_groups(sorted(spellings)))
-        grouped: list[DocumentRecord] = assign_groups(records, known, group_by)
-        for doc in grouped:
-            values = group_values(doc, group_by)
-            identity = group_identity(*values)
-            if doc.group_key and identity:
-                self._state.upsert_group(doc.group_key, identity.label)
-                spellings.add((doc.group_key, tuple(str(value or "") for value in values)))
-        return grouped
+        grouped: dict[int, list[DocumentRecord]] = {}
+        labels: dict[int, dict[str, str]] = {}
+        for job_id, records in documents.items():
+            known = list(_known_groups(sorted(spellings)))
+            grouped[job_id] = assign_groups(records, known, group_by)
+            for doc in grouped[job_id]:
+                values = group_values(doc, group_by)
+                identity = group_identity(*values)
+                if doc.group_key and identity:
+                    labels.setdefault(job_id, {})[doc.group_key] = identity.label
+                    spellings.add((doc.group_key, tuple(str(value or "") for value in values)))
+        failed = self._upsert_groups(labels)
+        return {i: records for i, records in grouped.items() if i not in failed}, failed
 
-    def _drop_stale_objects(self, job_id: int, records: Sequence[DocumentRecord]) -> None:
+    def _upsert_groups(self, labels: Mapping[int, Mapping[str, str]]) -> dict[int, Exception]:
+        """Upsert these jobs' group labels (by job); what refused each job."""
+        try:
+            self._state.upsert_groups({key: label for mine in labels.values() for key, label in mine.items()})
+            return {}
+        except Exception as exc:
+            if isinstance(exc, TransientError) or len(labels) == 1:
+                return dict.fromkeys(labels, exc)
+        return {i: e for i, mine in labels.items() for i, e in self._upsert_groups({i: mine}).items()}
+
+    def _drop_stale_objects(
+        self, job_id: int, records: Sequence[DocumentRecord], fresh: bool = False
+    ) -> None:
         """A rerun that found fewer documents leaves no objects of the old ones behind (previous
-        versions' objects stay); requests prepared ahead (by ``estimate``) are dropped once answered."""
-        kept = [*records, *(old.record for old in self._state.document_versions(job_id))]
+        versions' objects stay: those the call read, or the database's when ``fresh``); requests
+        prepared ahead (by ``estimate``) are dropped once answered."""
+        known = self._known
+        if not fresh and known is not None and job_id in known.versions:
+            versions = known.versions[job_id]
+        else:
+            versions = self._state.document_versions(job_id)
+        kept = [*records, *(old.record for old in versions)]
         keep = {key for doc in kept for key in (doc.pdf_key, doc.thumb_key, doc.text_key) if key}
         keys = self._keys()
         for key in list(self._store.list(f"{keys.job_prefix(job_id)}/documents/")):
@@ -547,7 +708,11 @@ class ResultWriter:
     def _manifest(
         self, job: JobRecord, records: Sequence[DocumentRecord], chunks: Sequence[ChunkRecord]
     ) -> bytes:
-        claude = self._claude
+        claude, known = self._claude, self._known
+        if known is not None and job.id in known.totals:
+            totals = known.totals[job.id]
+        else:
+            totals = self._state.request_totals([job.id])
         return build_manifest(
             job,
             records,
@@ -556,7 +721,7 @@ class ResultWriter:
             model=claude.claude_model,
             prompt_version=PROMPT_VERSION,
             classes=self._classes,
-            usage=self._state.request_totals([job.id]).usage_by_mode,  # a redo's first answers too
+            usage=totals.usage_by_mode,  # a redo's first answers too
         )
 
     def _put_json(self, key: str, data: bytes) -> None:

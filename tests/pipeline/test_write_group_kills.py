@@ -41,7 +41,10 @@ def test_a_group_write_killed_midway_leaves_no_job_half_written_or_written_twice
     pool = WriterPool([writer], state, budget_mb=100, worker_id="test", lease_seconds=60, max_attempts=3)
     try:
         assert pool.admit(state.list_jobs([JobStatus.ANSWERED])) == jobs, "one call carries them all"
-        wait_for(lambda: store.exists(keys.manifest(jobs[1])), interval=0.005, what="job 2's outputs")
+        # A call's manifests are put once all its jobs' objects are: job 2's objects mark the middle.
+        wait_for(
+            lambda: store.exists(keys.document_text(jobs[1], 0, 1)), interval=0.005, what="job 2's objects"
+        )
         [pid] = session_processes("ray::WriterActor.write_group")
         os.kill(pid, signal.SIGKILL)
         assert not store.exists(keys.manifest(jobs[2])), "killed in the middle of the group"

@@ -144,3 +144,35 @@ def test_rows_that_break_the_group_table_file_fail_their_job_alone(
     assert "ValueError" in (reports[1].error or "") and state.get_job(jobs[1]).error_class == "ValueError"
     for job_id in (jobs[0], jobs[2]):
         assert_written_once(state, store, job_id, documents=1)
+
+
+class TakingStore(MemoryObjectStore):
+    """Gives job ``victim``'s lease (its objects put already) to another holder as the next job's
+    first object is put."""
+
+    def __init__(self, state: SqlStateStore, victim: int, trigger: int) -> None:
+        super().__init__()
+        self._state, self._victim, self._trigger = state, victim, trigger
+
+    def put(self, key: str, data: bytes, **kwargs: Any) -> None:
+        if f"/jobs/{self._trigger}/" in key and self._victim:
+            assert self._state.transition(self._victim, [JobStatus.WRITING], JobStatus.ANSWERED)
+            claim(self._state, [self._victim], worker="another writer")
+            self._victim = 0
+        super().put(key, data, **kwargs)
+
+
+def test_a_lease_lost_once_its_objects_are_put_stops_that_job_before_its_rows_and_manifest(
+    state: SqlStateStore, tmp_path: Path
+) -> None:
+    jobs = [answered_file_job(state, tmp_path, n) for n in range(3)]
+    store = TakingStore(state, victim=jobs[0], trigger=jobs[1])
+
+    reports = writer(state, store).write_group(claim(state, jobs))
+
+    assert [r.status for r in reports] == [JobStatus.WRITING, JobStatus.COMPLETED, JobStatus.COMPLETED]
+    keys = OutputKeys(state.database_id())
+    assert not store.exists(keys.manifest(jobs[0])) and state.list_documents(jobs[0]) == []
+    assert state.get_job(jobs[0]).status is JobStatus.WRITING, "left to its new holder"
+    for job_id in jobs[1:]:
+        assert_written_once(state, store, job_id, documents=1)

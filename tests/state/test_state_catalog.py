@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from state_helpers import register, sha
 
-from raybatch.models import DocumentRecord, PageText
+from raybatch.models import DocumentRecord, JobStatus, PageText
 from raybatch.state import SqlStateStore
 
 
@@ -47,6 +49,37 @@ def test_groups_upsert(store: SqlStateStore) -> None:
     store.upsert_group("romashka/42", "Romashka, contract 42")
     store.upsert_group("acme/7", "ACME 7")
     assert store.list_groups() == {"acme/7": "ACME 7", "romashka/42": "Romashka, contract 42"}
+    store.upsert_groups({"acme/7": "ACME, 7", "zeta/1": "Zeta 1"})
+    store.upsert_groups({})
+    assert store.list_groups() == {
+        "acme/7": "ACME, 7",
+        "romashka/42": "Romashka, contract 42",
+        "zeta/1": "Zeta 1",
+    }
+
+
+def test_documents_of_several_jobs_are_upserted_together_but_not_those_of_a_canceled_job(
+    store: SqlStateStore,
+) -> None:
+    (a, _), (b, _), (c, _) = (register(store, n) for n in (1, 2, 3))
+    store.upsert_documents(a.id, [document(a.id, 0), document(a.id, 1)])
+    assert store.transition(c.id, [JobStatus.PENDING], JobStatus.CANCELED)
+    wanted = {
+        a.id: [replace(document(a.id, 0), doc_type="act")],
+        b.id: [document(b.id, 0)],
+        c.id: [document(c.id, 0)],
+    }
+    assert store.upsert_documents_of(wanted) == {c.id}
+    assert [(d.job_id, d.index, d.doc_type) for d in store.list_documents()] == [
+        (a.id, 0, "act"),
+        (b.id, 0, "invoice"),
+    ]
+    assert store.upsert_documents_of({a.id: [], b.id: [document(b.id, 1)]}) == set()
+    assert [(d.job_id, d.index) for d in store.list_documents()] == [(b.id, 1)], (
+        "each job's rows exactly these"
+    )
+    with pytest.raises(ValueError):
+        store.upsert_documents_of({a.id: [document(b.id, 0)]})
 
 
 def test_page_text_cache_round_trip(store: SqlStateStore) -> None:
@@ -64,6 +97,10 @@ def test_page_text_cache_round_trip(store: SqlStateStore) -> None:
     better = PageText(page=3, text="Счёт № 42", origin="ocr:rapidocr-3.4", confidence=0.99)
     store.put_page_text(sha(1), "rapidocr-3.4", better)
     assert store.get_page_text(sha(1), 3, "rapidocr-3.4") == better
+    store.put_page_text(sha(1), "vision-v1", replace(better, page=5))
+    found = store.cached_page_texts_of([sha(1), sha(2)])
+    assert sorted((c.engine, c.text.page) for c in found[sha(1)]) == [("rapidocr-3.4", 3), ("vision-v1", 5)]
+    assert found[sha(2)] == []
 
 
 def test_errors_log(store: SqlStateStore) -> None:

@@ -200,6 +200,12 @@ def test_request_totals_keep_the_mode_each_request_was_sent_with(store: SqlState
     assert [c.sent_mode for c in store.get_chunks(job_id)] == ["batch", "sync"]
     mine = store.request_totals([job_id])
     assert mine.usage_by_mode == {"batch": USAGE, "sync": USAGE} and mine.emulated == 0
+    by_job = store.request_totals_by_job([job_id, other, other + 1])
+    assert by_job == {
+        job_id: mine,
+        other: store.request_totals([other]),
+        other + 1: store.request_totals([other + 1]),
+    }
 
 
 def test_prepared_chunks_of_several_jobs_and_their_jobs_are_recorded_together(store: SqlStateStore) -> None:

@@ -204,3 +204,27 @@ def test_a_paused_worker_that_wakes_late_is_refused_and_the_new_owner_is_accepte
     store.finish_claim(lease, PREPARED)
     assert store.get_job(job.id).status is PREPARED
     store.close()
+
+
+def test_many_claims_are_checked_and_finished_together_and_a_lost_one_is_left_as_it_is(
+    store: SqlStateStore,
+) -> None:
+    for n in (1, 2, 3):
+        register(store, n)
+    first, second, third = claim(store, "w1")
+    assert store.transition(second.job_id, [PREPARING], JobStatus.CANCELED)  # ends its lease
+    assert store.holding([first, second, third]) == {first.job_id, third.job_id}
+    assert store.holding([]) == set()
+
+    moved = store.finish_claims([first, second, third], PREPARED, pages=2, progress=50.0)
+    assert moved == {first.job_id, third.job_id}
+    statuses = {
+        j.id: (j.status, j.pages) for j in store.get_jobs([first.job_id, second.job_id, third.job_id])
+    }
+    assert statuses == {
+        first.job_id: (PREPARED, 2),
+        second.job_id: (JobStatus.CANCELED, None),
+        third.job_id: (PREPARED, 2),
+    }
+    assert store.finish_claims([first], JobStatus.COMPLETED) == set(), "a finished claim holds no more"
+    assert store.holding([first]) == set()

@@ -106,6 +106,7 @@ def test_a_split_adds_an_index_and_a_merge_removes_one(store: SqlStateStore) -> 
     assert [(d.index, d.version) for d in store.list_documents(job)] == [(0, 2), (1, 3)]
     assert [(v.index, v.version) for v in store.document_versions(job)] == [(0, 1), (1, 1), (1, 2), (2, 1)]
     assert store.highest_versions(job) == {0: 2, 1: 3, 2: 1}
+    assert store.versions_of([job, job + 1]) == {job: store.document_versions(job), job + 1: []}
 
 
 def test_the_reviewed_layout_is_the_newest_reviewed_job_of_a_source(store: SqlStateStore) -> None:
@@ -117,6 +118,14 @@ def test_the_reviewed_layout_is_the_newest_reviewed_job_of_a_source(store: SqlSt
     assert [(d.job_id, d.index) for d in store.reviewed_layout(sha(1))] == [(job, 0), (job, 1)]
     store.upsert_documents(forced, [replace(document(forced, 0), review="corrected")])
     assert {d.job_id for d in store.reviewed_layout(sha(1))} == {forced}
+    other = register(store, 2)[0].id
+    store.upsert_documents(other, [document(other, 0, review="accepted")])
+    layouts = store.reviewed_layouts([sha(1), sha(2), sha(3)])
+    assert layouts == {
+        sha(1): store.reviewed_layout(sha(1)),
+        sha(2): store.reviewed_layout(sha(2)),
+        sha(3): [],
+    }
 
 
 def test_rows_written_before_review_existed_read_as_version_one(store: SqlStateStore, db_url: str) -> None:
