@@ -48,7 +48,7 @@ def test_a_database_error_while_writing_sends_the_job_back(state: SqlStateStore,
     store = MemoryObjectStore()
     job_id = answered_job(state, folder, truth["bundles"][0])
     flaky = FlakyState(state)
-    flaky.fail["upsert_documents"] = 1
+    flaky.fail["upsert_documents_of"] = 1
 
     report = write_once(flaky, store, job_id)  # type: ignore[arg-type]
 
