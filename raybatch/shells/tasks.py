@@ -228,5 +228,6 @@ class RayPrepareTasks:
         }
         cache = self._cache
         known = [tuple(cache.cached_page_texts(j.sha256, p.pages)) if cache else () for j, p in items]
-        refs: Any = prepare_chunks.options(**options).remote(self._settings, self._keyless, list(items), known)
+        task = prepare_chunks.options(**options)
+        refs: Any = task.remote(self._settings, self._keyless, list(items), known)
         return refs[0], list(refs[1:])  # num_returns: the outcomes, then one ref per chunk

@@ -8,7 +8,6 @@ from typing import Any
 
 from clock import FakeClock
 from driver_support import pending_job
-
 from ray.exceptions import WorkerCrashedError
 
 from raybatch.errors import InvalidSource
