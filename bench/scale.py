@@ -300,13 +300,15 @@ def _driver_steps(state: SqlStateStore, ids: list[int], window: int, writers: in
     """The database work of the driver's steps: a slice of the run looked at, claims in the window,
     answered jobs for the writers, every lease renewed. A step finishes one held job, as a busy run
     does, so the window refills."""
-    from raybatch.loops.driver import SWEEP_SIZE
+    from raybatch.loops.driver import SWEEP_MARGIN_SECONDS, SWEEP_SECONDS, SWEEP_SIZE
+
+    changed = SWEEP_SECONDS + SWEEP_MARGIN_SECONDS  # a sweep between two full ones reads what changed
 
     queue = iter(ids)
     held: list[Any] = []
     cursor = 0
     while True:
-        state.glance_jobs(ids[cursor : cursor + SWEEP_SIZE])  # the sweep, as the driver does it
+        state.glance_jobs(ids[cursor : cursor + SWEEP_SIZE], changed_within=changed)  # as the driver sweeps
         cursor = (cursor + SWEEP_SIZE) % len(ids)
         room = window - len(held)
         wanted = [next(queue) for _ in range(room)]

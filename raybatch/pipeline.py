@@ -28,7 +28,14 @@ from ray.exceptions import RayError, RayTaskError
 from raybatch.compaction import compact_table
 from raybatch.errors import RaybatchError
 from raybatch.loops.driver import Driver, DriverParts, Progress
-from raybatch.loops.scheduler import SAVE_JOBS, SAVE_SECONDS, PrepareScheduler, cancel_task, failure_reason
+from raybatch.loops.scheduler import (
+    GROUP_CHUNKS,
+    SAVE_JOBS,
+    SAVE_SECONDS,
+    PrepareScheduler,
+    cancel_task,
+    failure_reason,
+)
 from raybatch.loops.writer_pool import WriterPool
 from raybatch.models import JobRecord, JobStatus, Priority
 from raybatch.outage import patient_state
@@ -269,6 +276,7 @@ def _drive(
         timeout=settings.prepare_timeout,
         save_jobs=SAVE_JOBS,
         save_seconds=SAVE_SECONDS,
+        group_chunks=GROUP_CHUNKS,
     )
     writers = WriterPool(
         [],

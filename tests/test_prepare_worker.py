@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pymupdf
 import pytest
 
-from raybatch.settings import PrepareTaskSettings, load_settings
+from raybatch.errors import RaybatchError
+from raybatch.ids import sha256_file
+from raybatch.models import JobRecord, JobStatus, SourceKind
+from raybatch.settings import PrepareTaskSettings, StoreSettings, load_settings
 from raybatch.shells import tasks
+from raybatch.steps.chunk import plan_chunks
+
+PREPARING = JobStatus.PREPARING
 
 
 def _task_settings(**changed: Any) -> PrepareTaskSettings:
@@ -43,3 +51,24 @@ def test_a_changed_setting_gives_a_new_preparer(changed: dict[str, Any]) -> None
     after = tasks._preparer(_task_settings(**changed))
     assert after is not before
     assert tasks._preparer(_task_settings()) is before  # the old settings still find theirs
+
+
+def test_a_group_task_prepares_each_file_and_a_broken_one_fails_alone(tmp_path: Path) -> None:
+    good = tmp_path / "good.pdf"
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "INVOICE No. 1", fontsize=14)
+    doc.save(good)
+    bad = tmp_path / "bad.pdf"
+    bad.write_bytes(b"%PDF-1.7 not really")
+    jobs = [
+        JobRecord(
+            n, sha256_file(path), path.as_uri(), path.name, SourceKind.PDF, path.stat().st_size, PREPARING
+        )
+        for n, path in ((1, good), (2, bad))
+    ]
+    settings = load_settings(ocr_engine="none")
+    items = [(job, plan_chunks(1)[0]) for job in jobs]
+    store = tasks.keyless(settings.section(StoreSettings))
+    outcomes, *chunks = tasks.prepare_chunks._function(settings.for_prepare_tasks(), store, items, [(), ()])
+    assert outcomes[0].record.job_id == 1 and chunks[0].request.custom_id == outcomes[0].record.custom_id
+    assert isinstance(outcomes[1], RaybatchError) and chunks[1] is None

@@ -38,6 +38,11 @@ log = logging.getLogger(__name__)
 STALL_SECONDS = 120.0  # say what the run waits for after this long without any change
 SWEEP_SIZE = 500  # the run's jobs looked at per sweep, to notice what others changed
 SWEEP_SECONDS = 1.0  # at most this often
+# A sweep reads only the jobs updated since the slice was last looked at (and any left by a dead
+# driver); SWEEP_MARGIN_SECONDS more for the clocks of other nodes; every FULL_SWEEP_SECONDS it
+# reads them all, for whatever a changed row would not show.
+SWEEP_MARGIN_SECONDS = 2.0
+FULL_SWEEP_SECONDS = 10.0
 ANSWERED_POLL_SECONDS = 0.2  # how often idle writers look for answered jobs, between events
 SNAPSHOT_SECONDS = 0.25  # how often the coordinator's backlog is asked for
 FLUSH_SECONDS = 5.0  # the flush flag is sent again this often (a restarted coordinator lost it)
@@ -155,6 +160,8 @@ class Driver:
         self._queued: set[int] = set()
         self._sweep: list[int] = []
         self._cursor = 0
+        self._cycle_at: float | None = None  # when the sweep last began again at the first slice
+        self._changed_within: float | None = None  # the seconds of changes the slices of this cycle read
         self._to_forget: list[int] = []
         self._sent: list[Any] = []  # coordinator calls not yet answered, oldest first
         self._candidates: list[JobRecord] = []
@@ -168,6 +175,7 @@ class Driver:
         self._parked_at: float = -1e9
         self._parked_why: str | None = None
         self._swept = self._asked_urgent = -1e9
+        self._full_swept = now
         self._flushing: bool | None = None
         self._writers_started = False
         self._more_writers = True  # fewer than RESULT_WORKERS started
@@ -307,10 +315,11 @@ class Driver:
         if self._cursor >= len(self._sweep):
             self._sweep = [j for j in self._sweep if not self._seen[j].terminal]
             self._cursor = 0
+            self._new_cycle()
         ids = self._sweep[self._cursor : self._cursor + SWEEP_SIZE]
         self._cursor += SWEEP_SIZE
         if ids:
-            for job in self._state.glance_jobs(ids):
+            for job in self._state.glance_jobs(ids, changed_within=self._changed_within):
                 if job.priority is Priority.URGENT:
                     self._urgent.add(job.id)
                 if self._holds(job.id):
@@ -318,6 +327,16 @@ class Driver:
                 # A prepared job held by another driver is looked at again: that driver may be gone.
                 elif job.status is not self._seen[job.id] or self._orphan(job):
                     self._see(job.id, job.status)
+
+    def _new_cycle(self) -> None:
+        """The sweep begins again: its slices read what changed since the last cycle began (each
+        slice was looked at after that), or everything now and then."""
+        now, last = self._monotonic(), self._cycle_at
+        self._cycle_at = now
+        if last is None or now - self._full_swept >= FULL_SWEEP_SECONDS:
+            self._full_swept, self._changed_within = now, None
+        else:
+            self._changed_within = now - last + SWEEP_MARGIN_SECONDS
 
     def _stop_if_canceled(self, job: JobGlance) -> None:
         """A job this driver prepares, canceled meanwhile: its preparation stops now (its writer,

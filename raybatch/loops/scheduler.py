@@ -32,6 +32,11 @@ GUESS_REQUEST_BYTES = 3_000_000  # until the first chunk is measured: ≈ 8 scan
 # the oldest waited SAVE_SECONDS, when nothing else is in flight, or at once for urgent work.
 SAVE_JOBS = 8
 SAVE_SECONDS = 0.1
+# A run prepares the one-chunk jobs of small local files in groups: one task for up to GROUP_CHUNKS
+# of them (never more than half the cap, so that every CPU keeps a task) and GROUP_SOURCE_BYTES of
+# sources. Big jobs, urgent ones and sources read with the store's keys get a task per chunk.
+GROUP_CHUNKS = 8
+GROUP_SOURCE_BYTES = 4_000_000
 
 
 class SchedulerState(JobsWithChunks, PageTexts, Protocol):
@@ -48,6 +53,16 @@ class JobInPrep:
     payloads: dict[int, Any] = field(default_factory=dict)
     request_bytes: int = 0
     source: Any = None
+
+
+@dataclass
+class TaskInFlight:
+    """One prepare task: the chunks it prepares as (place in its result, job, plan, payload ref)."""
+
+    items: list[tuple[int, int, ChunkPlan, Any]]
+    launched: float
+    group: bool = False  # its result is one outcome per chunk (see PrepareTasks.prepare_group)
+    from_store: bool = False  # read from the store, not a task: nothing to cancel
 
 
 @dataclass(frozen=True)
@@ -70,6 +85,12 @@ class PrepareTasks(Protocol):
     def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
         """A task preparing one chunk from ``source`` (what ``load`` returned), or reading the
         source itself when it is None (a job's only chunk): refs to (ChunkSummary, PreparedChunk)."""
+        ...
+
+    def prepare_group(self, items: Sequence[tuple[JobRecord, ChunkPlan]]) -> tuple[Any, list[Any]]:
+        """One task preparing each (one-chunk job of a local file, plan), reading the sources
+        itself: a ref to its outcomes (a ChunkSummary, or the exception that chunk raised, in the
+        order of ``items``) and a ref to each chunk's PreparedChunk."""
         ...
 
     def processing_key(self, job: JobRecord, n: int) -> str:
@@ -102,8 +123,10 @@ class PrepareScheduler:
         monotonic: Callable[[], float] = time.monotonic,
         save_jobs: int = 1,
         save_seconds: float = 0.0,
+        group_chunks: int = 1,
     ) -> None:
         self._state = state
+        self._group_chunks = group_chunks  # GROUP_CHUNKS in a run
         self._save_jobs, self._save_seconds = save_jobs, save_seconds  # SAVE_JOBS, SAVE_SECONDS in a run
         self._wait, self._get = wait, get
         self._timeout = timeout  # PREPARE_TIMEOUT: seconds a task may take from its launch
@@ -119,11 +142,10 @@ class PrepareScheduler:
         self._metrics = metrics or Metrics()
         self._jobs: dict[int, JobInPrep] = {}
         self._queue: deque[tuple[int, ChunkPlan]] = deque()
-        self._in_flight: dict[Any, tuple[int, int, Any]] = {}
-        self._launched: dict[Any, float] = {}  # when each task in flight was launched
+        self._in_flight: dict[Any, TaskInFlight] = {}
+        self._alone: set[int] = set()  # jobs of a group task that crashed or hung: prepared alone now
         self._measured: list[int] = []
         self._answered_already: list[ReadyJob] = []  # jobs found fully prepared when claimed
-        self._from_store: set[Any] = set()
         self._unsaved: list[ChunkRecord] = []  # prepared chunks not yet saved (see SAVE_JOBS)
         self._complete: list[int] = []  # jobs all of whose chunks are among them or saved
         self._unsaved_since: float | None = None
@@ -158,8 +180,13 @@ class PrepareScheduler:
 
     @property
     def refs(self) -> list[Any]:
-        """The summaries of the tasks in flight: one is done when its chunk is prepared."""
+        """The summaries of the tasks in flight: one is done when its chunks are prepared."""
         return list(self._in_flight)
+
+    @property
+    def _chunks_in_flight(self) -> int:
+        """What the cap and the backlog bound count: every chunk of every task in flight."""
+        return sum(len(task.items) for task in self._in_flight.values())
 
     def holds(self, job_id: int) -> bool:
         """True while this scheduler prepares the job."""
@@ -232,33 +259,79 @@ class PrepareScheduler:
 
     def _launch(self, backlog_bytes: int) -> None:
         cap = max(1, self._cap())
-        while self._queue and len(self._in_flight) < cap:
+        while self._queue and self._chunks_in_flight < cap:
             # Urgent chunks are sent at once, synchronously: the batch backlog does not hold them.
             if not self._urgent_chunks and backlog_bytes + self._expected_bytes() >= self._max_backlog:
                 return
             job_id, plan = self._queue.popleft()
             self._urgent_chunks = max(0, self._urgent_chunks - 1)
             prep = self._jobs.get(job_id)
-            if prep is not None:
+            if prep is None or self._from_kept(prep, plan):
+                continue
+            if self._groupable(prep):
+                self._launch_group([(prep, plan)], cap, backlog_bytes)
+            else:
                 self._launch_one(prep, plan)
 
-    def _launch_one(self, prep: JobInPrep, plan: ChunkPlan) -> None:
-        stored = self._tasks.stored(prep.job, plan)  # kept by an earlier ``estimate``
+    def _from_kept(self, prep: JobInPrep, plan: ChunkPlan) -> bool:
+        """Take the chunk as an earlier ``estimate`` kept it, if it did."""
+        stored = self._tasks.stored(prep.job, plan)
         if stored is None:
-            if prep.source is None and len(prep.waiting) > 1:  # read once for the job's chunks
-                prep.source = self._tasks.load(prep.job)
-            stored = self._tasks.prepare(prep.job, plan, prep.source)
-        else:
-            self._from_store.add(stored[0])
+            return False
         summary, payload = stored
-        self._in_flight[summary] = (prep.job.id, plan.n, payload)
-        self._launched[summary] = self._monotonic()
+        self._in_flight[summary] = TaskInFlight(
+            [(0, prep.job.id, plan, payload)], self._monotonic(), from_store=True
+        )
+        return True
 
-    def _expected_bytes(self) -> int:
-        """Bytes the tasks in flight will add to the backlog, by the sizes measured so far."""
+    def _launch_one(self, prep: JobInPrep, plan: ChunkPlan) -> None:
+        if prep.source is None and len(prep.waiting) > 1:  # read once for the job's chunks
+            prep.source = self._tasks.load(prep.job)
+        summary, payload = self._tasks.prepare(prep.job, plan, prep.source)
+        self._in_flight[summary] = TaskInFlight([(0, prep.job.id, plan, payload)], self._monotonic())
+
+    def _groupable(self, prep: JobInPrep) -> bool:
+        """A normal one-chunk job of a small local file (an S3 source is read by a task holding
+        the store's keys), not sent back to be prepared alone."""
+        job = prep.job
+        return (
+            self._group_chunks > 1
+            and len(prep.waiting) == 1
+            and job.priority is not Priority.URGENT
+            and job.source_uri.startswith("file:")
+            and job.size_bytes <= GROUP_SOURCE_BYTES
+            and job.id not in self._alone
+        )
+
+    def _launch_group(self, group: list[tuple[JobInPrep, ChunkPlan]], cap: int, backlog_bytes: int) -> None:
+        """Add the queued chunks that may join the first one, within the bounds; one task for them."""
+        size = min(self._group_chunks, max(1, cap // 2), cap - self._chunks_in_flight)
+        sources = group[0][0].job.size_bytes
+        while len(group) < size and self._queue and not self._urgent_chunks:
+            job_id, plan = self._queue[0]
+            prep = self._jobs.get(job_id)
+            if prep is not None and not self._groupable(prep):
+                break
+            if backlog_bytes + self._expected_bytes(len(group) + 1) >= self._max_backlog:
+                break
+            if prep is not None and sources + prep.job.size_bytes > GROUP_SOURCE_BYTES:
+                break
+            self._queue.popleft()
+            if prep is not None and not self._from_kept(prep, plan):
+                group.append((prep, plan))
+                sources += prep.job.size_bytes
+        if len(group) == 1:
+            self._launch_one(*group[0])
+            return
+        outcomes, payloads = self._tasks.prepare_group([(prep.job, plan) for prep, plan in group])
+        items = [(i, prep.job.id, plan, payloads[i]) for i, (prep, plan) in enumerate(group)]
+        self._in_flight[outcomes] = TaskInFlight(items, self._monotonic(), group=True)
+
+    def _expected_bytes(self, more: int = 0) -> int:
+        """Bytes the chunks in flight (and ``more``) will add to the backlog, by the sizes measured so far."""
         recent = self._measured[-20:]
         each = sum(recent) // len(recent) if recent else GUESS_REQUEST_BYTES
-        return each * len(self._in_flight)
+        return each * (self._chunks_in_flight + more)
 
     def _collect(self) -> list[ReadyJob]:
         """The chunks prepared since the last look, saved with the jobs they complete in one
@@ -269,19 +342,37 @@ class PrepareScheduler:
         chunks: list[ChunkRecord] = []
         complete: list[int] = []
         for ref in done:
-            job_id, n, payload = self._in_flight.pop(ref)
-            self._launched.pop(ref, None)
-            if job_id not in self._jobs:
-                continue  # the job failed or was dropped meanwhile
-            try:
-                summary: ChunkSummary = self._get(ref)
-            except RayError as exc:
-                self._fail(job_id, exc)
+            task = self._in_flight.pop(ref)
+            items = [item for item in task.items if item[1] in self._jobs]  # not those failed or dropped
+            if not items:
                 continue
-            chunks.append(summary.record)
-            if self._chunk_done(job_id, n, summary, payload, ref):
-                complete.append(job_id)
+            try:
+                result = self._get(ref)
+            except RayError as exc:
+                if task.group:  # a worker crashed or the task died: which chunk did it is unknown
+                    self._prepare_alone(items)
+                else:
+                    self._fail(items[0][1], exc)
+                continue
+            outcomes: list[ChunkSummary | BaseException] = result if task.group else [result]
+            for i, job_id, plan, payload in items:
+                outcome = outcomes[i]
+                if isinstance(outcome, BaseException):  # one broken file of a group: its job alone fails
+                    self._fail(job_id, outcome)
+                    continue
+                chunks.append(outcome.record)
+                if self._chunk_done(job_id, plan.n, outcome, payload, task.from_store):
+                    complete.append(job_id)
         return self._save(chunks, complete)
+
+    def _prepare_alone(self, items: Sequence[tuple[int, int, ChunkPlan, Any]]) -> None:
+        """A group task that crashed or hung: each of its chunks goes back to the head of the queue
+        (after any urgent one), to be prepared in a task of its own, no try counted; a file that
+        crashes its worker then fails alone, as any job's chunk does."""
+        for _, job_id, plan, _ in reversed(items):
+            self._alone.add(job_id)
+            self._queue.insert(self._urgent_chunks, (job_id, plan))
+        log.warning("a prepare task of %d jobs ended without an answer; each is prepared alone", len(items))
 
     def _save(self, chunks: list[ChunkRecord], complete: list[int]) -> list[ReadyJob]:
         """Save the prepared chunks when due (see SAVE_JOBS); the jobs they complete are ready then."""
@@ -303,7 +394,7 @@ class PrepareScheduler:
         self._unsaved, self._complete, self._unsaved_since = [], [], None
         return self._record(chunks, complete)
 
-    def _chunk_done(self, job_id: int, n: int, summary: ChunkSummary, payload: Any, ref: Any) -> bool:
+    def _chunk_done(self, job_id: int, n: int, summary: ChunkSummary, payload: Any, from_store: bool) -> bool:
         """Count one prepared chunk in; True when it was its job's last."""
         prep = self._jobs[job_id]
         for read in summary.ocr_reads:  # the tasks hold no database access: their OCR is cached here
@@ -314,8 +405,7 @@ class PrepareScheduler:
         self._measured.append(summary.record.request_bytes)
         pages = summary.record.last_page - summary.record.first_page + 1
         self.pages_prepared += pages
-        self.pages_from_store += pages if ref in self._from_store else 0
-        self._from_store.discard(ref)
+        self.pages_from_store += pages if from_store else 0
         self._metrics.pages_prepared(pages, summary.ocr_pages)
         return not prep.waiting
 
@@ -326,6 +416,7 @@ class PrepareScheduler:
     def _record(self, chunks: Sequence[ChunkRecord], complete: Sequence[int]) -> list[ReadyJob]:
         """Save ``chunks`` and move the ``complete`` jobs to prepared; those still held are ready."""
         preps = [self._jobs.pop(job_id) for job_id in complete]
+        self._alone.difference_update(complete)
         try:
             held = {lease.job_id for lease in self._state.record_prepared(chunks, [p.lease for p in preps])}
             why = "its lease is gone"
@@ -368,12 +459,17 @@ class PrepareScheduler:
 
     def _expire(self) -> None:
         """Tasks running past PREPARE_TIMEOUT (a hung render or OCR) are canceled; their job goes
-        back to pending for another try, or fails ``TimeLimitExceeded`` on its last one."""
+        back to pending for another try, or fails ``TimeLimitExceeded`` on its last one. A group
+        task past it is canceled and each of its chunks prepared alone: the one that hangs is found."""
         if self._timeout is None:
             return
         now = self._monotonic()
-        late = {self._in_flight[ref][0] for ref, at in self._launched.items() if now - at > self._timeout}
-        for job_id in late:
+        late = [ref for ref, task in self._in_flight.items() if now - task.launched > self._timeout]
+        for ref in [ref for ref in late if self._in_flight[ref].group]:
+            task = self._in_flight.pop(ref)
+            self._cancel(ref)
+            self._prepare_alone([item for item in task.items if item[1] in self._jobs])
+        for job_id in {self._in_flight[ref].items[0][1] for ref in late if ref in self._in_flight}:
             self._stop_tasks(job_id)
             prep = self._jobs.get(job_id)
             if prep is None:
@@ -389,30 +485,32 @@ class PrepareScheduler:
             self._drop(job_id)
 
     def _stop_tasks(self, job_id: int) -> None:
-        """Cancel the job's tasks in flight (and its source load) and stop waiting for them."""
-        for ref in [r for r, item in self._in_flight.items() if item[0] == job_id]:
-            del self._in_flight[ref]
-            self._launched.pop(ref, None)
-            self._cancel(ref)
+        """Cancel the job's tasks in flight (and its source load) and stop waiting for them; a group
+        task goes on for its other jobs."""
+        self._forget_tasks(job_id)
         prep = self._jobs.get(job_id)
         if prep is not None and prep.source is not None:
             self._cancel(prep.source)
 
+    def _forget_tasks(self, job_id: int) -> None:
+        """Stop waiting for the job's chunks; a task left with none of its chunks is canceled."""
+        for ref, task in list(self._in_flight.items()):
+            task.items = [item for item in task.items if item[1] != job_id]
+            if not task.items:
+                del self._in_flight[ref]
+                if not task.from_store:
+                    self._cancel(ref)
+
     def _drop(self, job_id: int) -> None:
         """Stop preparing a job: its queued chunks go, its tasks under way are canceled and
         forgotten (a later claim of the job starts afresh)."""
+        self._forget_tasks(job_id)
         prep = self._jobs.pop(job_id, None)
+        self._alone.discard(job_id)
         queued = len(self._queue)
         self._queue = deque(item for item in self._queue if item[0] != job_id)
         if prep is not None and prep.job.priority is Priority.URGENT:
             self._urgent_chunks = max(0, self._urgent_chunks - (queued - len(self._queue)))
-        for ref in [ref for ref, (owner, _, _) in self._in_flight.items() if owner == job_id]:
-            del self._in_flight[ref]
-            self._launched.pop(ref, None)
-            if ref in self._from_store:  # read from the store, not a task: nothing to cancel
-                self._from_store.discard(ref)
-            else:
-                self._cancel(ref)
 
     def hand_back(self) -> list[int]:
         """Stop preparing every job held (a drain): its tasks are canceled and it goes back to

@@ -1,5 +1,6 @@
 """The Ray tasks of registration and preparation: inspect a file (hash, kind, pages) near the
-data, read a source once per job, prepare one chunk per task.
+data, read a source once per job, prepare one chunk per task, or the one-chunk jobs of several
+small files in one task.
 
 Kept apart from ``raybatch.shells.runtime`` so that these workers import only what they need.
 """
@@ -126,9 +127,40 @@ def prepare_chunk(
     source; those settings never hold the store's keys (an S3 source is read by ``load_source``)."""
     if isinstance(data, StoreSettings):
         data = _read(data, job.source_uri, job.sha256)
+    return _prepare(settings, job, plan, data, known)
+
+
+def _prepare(
+    settings: PrepareTaskSettings, job: JobRecord, plan: ChunkPlan, data: bytes, known: tuple[CachedPage, ...]
+) -> tuple[ChunkSummary, PreparedChunk]:
     cache = CarriedPageTexts(known)
     chunk = _preparer(settings).prepare(job, plan, data, cache=cache)
     return chunk.summary(cache.added), chunk
+
+
+@ray.remote(max_retries=0)
+def prepare_chunks(
+    settings: PrepareTaskSettings,
+    store: StoreSettings,
+    items: list[tuple[JobRecord, ChunkPlan]],
+    known: list[tuple[CachedPage, ...]],
+) -> tuple[Any, ...]:
+    """Prepare the one chunk of each of several small local files, each read here: the outcome of
+    each (its summary, or the exception it raised: a broken file fails its own job only), then each
+    PreparedChunk (None where it failed), one return each. Not retried: the driver prepares each
+    chunk of a crashed task again, alone. ``store`` holds no keys."""
+    outcomes: list[ChunkSummary | Exception] = []
+    chunks: list[PreparedChunk | None] = []
+    for (job, plan), reads in zip(items, known, strict=True):
+        try:
+            summary, chunk = _prepare(settings, job, plan, _read(store, job.source_uri, job.sha256), reads)
+        except Exception as exc:  # the job's own failure, for the driver to record
+            outcomes.append(exc)
+            chunks.append(None)
+        else:
+            outcomes.append(summary)
+            chunks.append(chunk)
+    return (outcomes, *chunks)
 
 
 class RayPrepareTasks:
@@ -183,3 +215,19 @@ class RayPrepareTasks:
         refs: Any = prepare_chunk.options(**options).remote(self._settings, job, plan, data, known)
         summary, payload = refs  # num_returns=2: one ref each
         return summary, payload
+
+    def prepare_group(self, items: Sequence[tuple[JobRecord, ChunkPlan]]) -> tuple[Any, list[Any]]:
+        """One task preparing the one chunk of each of these small local files; its memory request
+        counts every one of them (their payloads stay in the worker until it returns)."""
+        jobs = [job for job, _ in items]
+        options = {
+            "name": f"prepare job_{jobs[0].id} and {len(jobs) - 1} more",
+            "memory": memory_estimate(sum(j.size_bytes for j in jobs), sum(len(p.pages) for _, p in items)),
+            "num_cpus": self._cpus,
+            "num_returns": 1 + len(items),
+        }
+        cache = self._cache
+        known = [tuple(cache.cached_page_texts(j.sha256, p.pages)) if cache else () for j, p in items]
+        task = prepare_chunks.options(**options)
+        refs: Any = task.remote(self._settings, self._keyless, list(items), known)
+        return refs[0], list(refs[1:])  # num_returns: the outcomes, then one ref per chunk

@@ -368,13 +368,24 @@ class JobQueries(SqlBase):
                 found.extend(job_record(row) for row in rows)
         return sorted(found, key=lambda job: job.id)
 
-    def glance_jobs(self, job_ids: Iterable[int]) -> list[JobGlance]:
-        """A glance at each of these jobs that exists (no whole rows), in id order."""
+    def glance_jobs(self, job_ids: Iterable[int], *, changed_within: float | None = None) -> list[JobGlance]:
+        """A glance at each of these jobs that exists (no whole rows), in id order; with
+        ``changed_within``, only those updated in the last so many seconds or being prepared or
+        prepared under a lease that ran out (what a driver that died left)."""
         columns = (jobs.c.id, jobs.c.status, jobs.c.priority, jobs.c.mode, jobs.c.lease_expires_at)
         found: list[JobGlance] = []
         with self._read() as conn:
+            changed: sa.ColumnElement[bool] = sa.true()
+            if changed_within is not None:
+                now = self._now()
+                since = now - timedelta(seconds=changed_within)
+                unheld = sa.or_(jobs.c.lease_expires_at.is_(None), jobs.c.lease_expires_at <= now)
+                held = [JobStatus.PREPARING.value, JobStatus.PREPARED.value]
+                left = sa.and_(jobs.c.status.in_(held), unheld)
+                changed = sa.or_(jobs.c.updated_at >= since, left)
             for group in in_groups(sorted(set(job_ids))):
-                rows = conn.execute(sa.select(*columns).where(jobs.c.id.in_(group)).order_by(jobs.c.id))
+                query = sa.select(*columns).where(jobs.c.id.in_(group), changed).order_by(jobs.c.id)
+                rows = conn.execute(query)
                 found += [JobGlance(i, STATUS(s), PRIORITY(p), MODE(m), held) for i, s, p, m, held in rows]
         return found
 

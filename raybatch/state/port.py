@@ -182,8 +182,10 @@ class JobStates(Protocol):
         """The capped run governing each of these jobs that has one."""
         ...
 
-    def glance_jobs(self, job_ids: Iterable[int]) -> list[JobGlance]:
-        """A glance at each of these jobs that exists (no whole rows), in id order."""
+    def glance_jobs(self, job_ids: Iterable[int], *, changed_within: float | None = None) -> list[JobGlance]:
+        """A glance at each of these jobs that exists (no whole rows), in id order; with
+        ``changed_within``, only those updated in the last so many seconds or being prepared or
+        prepared under a lease that ran out (what a driver that died left)."""
         ...
 
     def register_jobs(self, new: Sequence[NewJob], *, force: bool = False) -> list[tuple[JobRecord, bool]]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from clock import FakeClock
 from driver_support import pending_job
+from ray.exceptions import WorkerCrashedError
 
 from raybatch.errors import InvalidSource
 from raybatch.ids import custom_id
@@ -39,6 +40,8 @@ class FakeTasks:
         self.done: set[Any] = set()
         self.failing: dict[tuple[int, int], BaseException] = {}
         self.config = "v1"  # stands for the request configuration: a new value changes every key
+        self.groups: list[list[int]] = []  # the jobs of each group task launched
+        self.crashed: set[Any] = set()  # group tasks whose worker dies
 
     def load(self, job: JobRecord) -> Any:
         return ("source", job.id)
@@ -54,10 +57,29 @@ class FakeTasks:
         key = self.processing_key(job, plan.n)
         return ("summary", job.id, plan.n, plan.first, plan.last, key), ("payload", job.id, plan.n)
 
+    def prepare_group(self, items: Any) -> tuple[Any, list[Any]]:
+        """One task for several chunks: its ref names theirs; ``crashed`` makes it die whole."""
+        summaries, payloads = zip(*(self.prepare(job, plan, None) for job, plan in items), strict=True)
+        self.groups.append([job.id for job, _ in items])
+        return ("group", summaries), list(payloads)
+
     def wait(self, refs: list[Any], num_returns: int, timeout: float) -> tuple[list[Any], list[Any]]:
         return [r for r in refs if r in self.done], [r for r in refs if r not in self.done]
 
-    def get(self, ref: Any) -> ChunkSummary:
+    def get(self, ref: Any) -> Any:
+        if ref[0] == "group":
+            if ref in self.crashed:
+                raise WorkerCrashedError()
+            return [self._outcome(summary) for summary in ref[1]]
+        return self._summary(ref)
+
+    def _outcome(self, ref: Any) -> Any:
+        try:
+            return self._summary(ref)
+        except Exception as exc:  # a group task sends each chunk's failure back
+            return exc
+
+    def _summary(self, ref: Any) -> ChunkSummary:
         _, job_id, n, first, last, key = ref
         if (job_id, n) in self.failing:
             raise self.failing[job_id, n]
@@ -332,3 +354,53 @@ def test_an_urgent_prepared_job_is_saved_at_once(state: SqlStateStore) -> None:
     sched.tick(0)
     tasks.done |= {ref for ref in sched._in_flight if ref[1] == urgent}
     assert [r.job_id for r in sched.tick(0)] == [urgent]
+
+
+def test_small_jobs_are_prepared_in_groups_and_a_broken_file_fails_alone(state: SqlStateStore) -> None:
+    jobs = [pending_job(state, n) for n in range(1, 8)]  # one-chunk jobs of small local files
+    tasks = FakeTasks()
+    tasks.failing[jobs[2], 0] = InvalidSource("not a PDF after all")
+    sched = scheduler(state, tasks, 8, group_chunks=4)  # groups of at most half the cap
+    sched.claim(jobs)
+    sched.tick(0)
+    assert tasks.groups == [jobs[:4], jobs[4:]]  # the cap counts every job of a group
+    saved = spy_on_saves(state)
+    tasks.finish_all(sched)
+    ready = sched.tick(0)
+    assert sorted(r.job_id for r in ready) == sorted(set(jobs) - {jobs[2]})
+    assert len(saved) == 1  # what the tasks prepared, recorded in one statement
+    failed = state.get_job(jobs[2])
+    assert failed.status is JobStatus.FAILED and failed.error_class == "InvalidSource"
+
+
+def test_a_group_task_that_dies_leaves_its_jobs_to_be_prepared_alone(state: SqlStateStore) -> None:
+    jobs = [pending_job(state, n) for n in range(1, 5)]
+    tasks = FakeTasks()
+    sched = scheduler(state, tasks, 8, group_chunks=4)
+    sched.claim(jobs)
+    sched.tick(0)
+    (group,) = sched.refs
+    tasks.crashed.add(group)  # its worker is killed midway: nothing of it comes back
+    saved = spy_on_saves(state)
+    tasks.finish_all(sched)
+    assert sched.tick(0) == []
+    assert len(sched.refs) == 4 and group not in sched.refs  # one task each now, none grouped again
+    ready = []
+    while not sched.idle:
+        tasks.finish_all(sched)
+        ready += sched.tick(0)
+    assert sorted(r.job_id for r in ready) == jobs
+    assert sorted(c for call in saved for c in call) == [(job, 0) for job in jobs]  # each recorded once
+
+
+def spy_on_saves(state: SqlStateStore) -> list[list[tuple[int, int]]]:
+    """From now on, the (job, chunk) of the chunks each ``record_prepared`` saves."""
+    saved: list[list[tuple[int, int]]] = []
+    record = state.record_prepared
+
+    def spy(chunks: Any, finished: Any) -> Any:
+        saved.append([(c.job_id, c.n) for c in chunks])
+        return record(chunks, finished)
+
+    state.record_prepared = spy  # type: ignore[method-assign]
+    return saved

@@ -152,3 +152,17 @@ def test_registering_many_files_is_one_transaction(store: SqlStateStore) -> None
         (one.id, PENDING, None),
         (three.id, PENDING, None),
     ]
+
+
+def test_a_sweep_glances_only_at_jobs_changed_or_left_by_a_dead_driver(
+    store: SqlStateStore, clock: FakeClock
+) -> None:
+    ids = insert_jobs(store, 6)
+    claim = {"from_statuses": [PENDING], "to_status": PREPARING, "limit": 1}
+    store.claim_jobs(worker_id="dead", lease_seconds=5, **claim)  # type: ignore[arg-type]
+    store.claim_jobs(worker_id="live", lease_seconds=600, **claim)  # type: ignore[arg-type]
+    clock.advance(60)  # the dead driver's lease ran out: its job is glanced at
+    store.transition(ids[3], [PENDING], ANSWERED)  # changed since the last look
+    glances = store.glance_jobs(ids, changed_within=30)
+    assert [(g.id, g.status) for g in glances] == [(ids[0], PREPARING), (ids[3], ANSWERED)]
+    assert len(store.glance_jobs(ids)) == 6
