@@ -117,14 +117,7 @@ class CatalogQueries(SqlBase):
 
     def upsert_group(self, key: str, label: str) -> None:
         """Create the group ``key`` or update its label."""
-        insert = self._insert(groups)
-        upsert = insert.on_conflict_do_update(
-            index_elements=["key"],
-            set_={"label": insert.excluded.label, "updated_at": insert.excluded.updated_at},
-        )
-        with self._write() as conn:
-            now = self._now()
-            conn.execute(upsert.values(key=key, label=label, created_at=now, updated_at=now))
+        self.upsert_groups({key: label})
 
     def upsert_groups(self, labels: Mapping[str, str]) -> None:
         """``upsert_group`` of each key → label, in one statement."""
