@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-GROUP_JOBS = 8  # the most jobs one write call carries
+GROUP_JOBS = 32  # the most jobs one write call carries
 GROUP_MB = 4.0  # ... while their source MB stay within this; a larger job goes alone
 
 T = TypeVar("T")

@@ -22,7 +22,7 @@ def test_small_jobs_are_shared_out_evenly_over_the_writers() -> None:
 
 
 def test_a_call_keeps_within_its_jobs_and_megabytes() -> None:
-    calls = deal(jobs(*[0.1] * 40), writers=2)
+    calls = deal(jobs(*[0.01] * (3 * GROUP_JOBS)), writers=2)
     assert [len(call) for call in calls] == [GROUP_JOBS, GROUP_JOBS], "the rest wait"
     assert ids(deal(jobs(1.5, 1.5, 1.5, 0.5), writers=1)) == [[0, 1]], "the third would pass GROUP_MB"
     assert ids(deal(jobs(GROUP_MB + 1, 0.1), writers=2)) == [[0], [1]], "a large job goes alone"
