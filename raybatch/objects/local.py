@@ -179,8 +179,8 @@ class LocalObjectStore:
         ]
         staged: list[tuple[Path, Path]] = []  # (temp, target), each object before its sidecar
         try:
-            for key, path, chunks, sidecar in planned:
-                with _translated(f"write {key}"):  # outputs are the owner's alone
+            for key, path, chunks, sidecar in planned:  # private: outputs are the owner's alone
+                with _translated(f"write {key}"):
                     staged.append((files.stage(path, chunks, private=True, sync=False), path))
                     meta_path = _sidecar_path(path)
                     staged.append((files.stage(meta_path, [sidecar], private=True, sync=False), meta_path))
