@@ -9,7 +9,7 @@ from raybatch.errors import ConfigError
 from raybatch.objects.keys import validate_key
 from raybatch.objects.local import LocalObjectStore
 from raybatch.objects.memory import MemoryObjectStore
-from raybatch.objects.port import DEFAULT_CONTENT_TYPE, ObjectInfo, ObjectStore
+from raybatch.objects.port import DEFAULT_CONTENT_TYPE, ObjectInfo, ObjectStore, PutObject
 from raybatch.settings import StoreSettings
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ __all__ = [
     "MinioObjectStore",
     "ObjectInfo",
     "ObjectStore",
+    "PutObject",
     "open_store",
     "parse_s3_uri",
     "validate_key",

@@ -1,8 +1,10 @@
 """A folder as an object store: one file per key, metadata in a hidden JSON sidecar beside it.
 
-Writes are atomic (temp file, fsync, rename): a reader sees the old object or the new one. The object
-and its sidecar are renamed one after the other, so only a crash between the two renames can pair new
-bytes with the previous metadata.
+Writes are atomic (temp file, rename): a reader sees the old object or the new one. Every object of
+a write (``put_many``; ``put`` is one of them) is staged with its sidecar, all made durable together,
+then renamed, the object before its sidecar, then the renames made durable (``files.commit_all``:
+two filesystem syncs for the lot). Only a crash between an object's two renames can pair new bytes
+with the previous metadata.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import errno
 import json
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from raybatch.errors import InvalidObjectKey, ObjectNotFound, StorageRejected, StorageUnavailable
@@ -24,7 +26,10 @@ from raybatch.objects.keys import (
     validate_metadata,
     validate_prefix,
 )
-from raybatch.objects.port import DEFAULT_CONTENT_TYPE, ObjectInfo
+from raybatch.objects.port import DEFAULT_CONTENT_TYPE, ObjectInfo, PutObject
+
+# One object of a write: its key, its bytes in chunks, its content type and metadata.
+_Write = tuple[str, Iterable[bytes], str, Mapping[str, str] | None]
 
 # Errors that no retry will fix: permissions, read-only disks, a file where a folder should be.
 _PERMANENT_ERRNOS = {
@@ -78,7 +83,12 @@ class LocalObjectStore:
         metadata: Mapping[str, str] | None = None,
     ) -> None:
         """Store ``data`` under ``key``, replacing any object there, atomically."""
-        self._write(key, [bytes(data)], content_type, metadata)
+        self._write([(key, [bytes(data)], content_type, metadata)])
+
+    def put_many(self, objects: Sequence[PutObject]) -> None:
+        """Store each object atomically, all durable on return after two filesystem syncs in all;
+        every one validated before the first is staged."""
+        self._write([(one.key, [bytes(one.data)], one.content_type, one.metadata) for one in objects])
 
     def put_file(
         self,
@@ -91,7 +101,7 @@ class LocalObjectStore:
         """Store a local file's bytes under ``key``, streamed, atomically."""
         validate_key(key)
         with open(source, "rb") as handle:
-            self._write(key, files.read_chunks(handle), content_type, metadata)
+            self._write([(key, files.read_chunks(handle), content_type, metadata)])
 
     def get(self, key: str) -> bytes:
         """The object's bytes; raises ObjectNotFound."""
@@ -162,28 +172,26 @@ class LocalObjectStore:
             raise InvalidObjectKey("object key resolves outside the store's folder")
         return path
 
-    def _write(
-        self, key: str, chunks: Iterable[bytes], content_type: str, metadata: Mapping[str, str] | None
-    ) -> None:
-        path = self._path(key)
-        sidecar = json.dumps(
-            {"content_type": validate_content_type(content_type), "metadata": validate_metadata(metadata)},
-            ensure_ascii=True,
-        ).encode()
-        with _translated(f"write {key}"):
-            data_tmp = files.stage(path, chunks, private=True)  # outputs are the owner's alone
-            try:
-                meta_tmp = files.stage(_sidecar_path(path), [sidecar], private=True)
-            except BaseException:
-                files.discard(data_tmp)
-                raise
-            try:
-                files.commit(data_tmp, path)
-            except BaseException:
-                files.discard(meta_tmp)
-                raise
-            files.commit(meta_tmp, _sidecar_path(path))
-            files.sync_folder(path.parent)
+    def _write(self, objects: Sequence[_Write]) -> None:
+        """Stage every object and its sidecar (each validated first), then commit them together."""
+        planned = [
+            (key, self._path(key), chunks, _sidecar(kind, meta)) for key, chunks, kind, meta in objects
+        ]
+        staged: list[tuple[Path, Path]] = []  # (temp, target), each object before its sidecar
+        try:
+            for key, path, chunks, sidecar in planned:  # private: outputs are the owner's alone
+                with _translated(f"write {key}"):
+                    staged.append((files.stage(path, chunks, private=True, sync=False), path))
+                    meta_path = _sidecar_path(path)
+                    staged.append((files.stage(meta_path, [sidecar], private=True, sync=False), meta_path))
+        except BaseException:
+            for tmp, _ in staged:
+                files.discard(tmp)
+            raise
+        what = f"write {planned[0][0]}" if len(planned) == 1 else f"write {len(planned)} objects"
+        if staged:
+            with _translated(what):
+                files.commit_all(staged, self._root)
 
     @staticmethod
     def _read_sidecar(path: Path) -> tuple[str, dict[str, str]]:
@@ -194,6 +202,12 @@ class LocalObjectStore:
         except ValueError:
             raise StorageRejected("local metadata sidecar is not valid JSON") from None
         return saved.get("content_type", DEFAULT_CONTENT_TYPE), dict(saved.get("metadata", {}))
+
+
+def _sidecar(content_type: str, metadata: Mapping[str, str] | None) -> bytes:
+    """An object's sidecar: its content type and metadata, validated, as JSON."""
+    saved = {"content_type": validate_content_type(content_type), "metadata": validate_metadata(metadata)}
+    return json.dumps(saved, ensure_ascii=True).encode()
 
 
 def _sidecar_path(path: Path) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from raybatch.objects.keys import (
     validate_metadata,
     validate_prefix,
 )
-from raybatch.objects.port import DEFAULT_CONTENT_TYPE, ObjectInfo
+from raybatch.objects.port import DEFAULT_CONTENT_TYPE, ObjectInfo, PutObject, put_each
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,10 @@ class MemoryObjectStore:
         with self._lock:
             self._maybe_fail()
             self._objects[key] = stored
+
+    def put_many(self, objects: Sequence[PutObject]) -> None:
+        """Store each object in turn, all validated first (the set is not atomic)."""
+        put_each(self, objects)
 
     def put_file(
         self,

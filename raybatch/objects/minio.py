@@ -16,7 +16,7 @@ import io
 import os
 import ssl
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from xml.etree.ElementTree import ParseError
@@ -43,7 +43,7 @@ from raybatch.objects.keys import (
     validate_metadata,
     validate_prefix,
 )
-from raybatch.objects.port import DEFAULT_CONTENT_TYPE, ObjectInfo
+from raybatch.objects.port import DEFAULT_CONTENT_TYPE, ObjectInfo, PutObject, put_each
 from raybatch.objects.s3auth import s3_credentials
 from raybatch.retry import Backoff, retrying
 from raybatch.settings import StoreSettings
@@ -217,6 +217,10 @@ class MinioObjectStore:
                 self.bucket, name, io.BytesIO(data), len(data), content_type=content_type, metadata=headers
             ),
         )
+
+    def put_many(self, objects: Sequence[PutObject]) -> None:
+        """Store each object in turn, all validated first (the set is not atomic)."""
+        put_each(self, objects)
 
     def put_file(
         self,

@@ -8,14 +8,17 @@ names are never keys; they travel as metadata, whose values may be any Unicode t
 Every implementation pickles (Ray actors receive stores) and raises only raybatch errors:
 ``InvalidObjectKey`` for a refused key, prefix, content type or metadata; ``ObjectNotFound``;
 ``StorageUnavailable`` (transient) or ``StorageRejected``/``AuthenticationFailed`` (permanent).
+``put_many`` puts several objects with one wait for durability where the store can (the local one).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from raybatch.objects.keys import validate_content_type, validate_key, validate_metadata
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
 
@@ -27,6 +30,16 @@ class ObjectInfo:
     key: str
     size: int
     content_type: str
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PutObject:
+    """One object for ``put_many``: what ``put`` takes."""
+
+    key: str
+    data: bytes
+    content_type: str = DEFAULT_CONTENT_TYPE
     metadata: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -42,6 +55,15 @@ class ObjectStore(Protocol):
         metadata: Mapping[str, str] | None = None,
     ) -> None:
         """Store ``data`` under ``key``, replacing any object (and metadata) there."""
+        ...
+
+    def put_many(self, objects: Sequence[PutObject]) -> None:
+        """Store each object as ``put`` does: each replaces what was under its key atomically (a
+        reader sees the old object or the new one, never a part), and all are durable on return.
+
+        The set is not atomic: a failure midway may leave some of them put (the caller retries or
+        cleans up as after a failed ``put``). Raises what ``put`` raises; every key, content type and
+        metadata is validated before any storage is touched."""
         ...
 
     def put_file(
@@ -82,3 +104,13 @@ class ObjectStore(Protocol):
     def uri(self, key: str) -> str:
         """Where a user finds the object (a path or an s3:// URI)."""
         ...
+
+
+def put_each(store: ObjectStore, objects: Sequence[PutObject]) -> None:
+    """``put_many`` as one ``store.put`` per object, every object validated before the first is put."""
+    for one in objects:
+        validate_key(one.key)
+        validate_content_type(one.content_type)
+        validate_metadata(one.metadata)
+    for one in objects:
+        store.put(one.key, one.data, content_type=one.content_type, metadata=one.metadata)

@@ -15,7 +15,8 @@ correction's ``publish`` appends the job's rows again. Plain class: Ray runs a p
 A group's database work is a few statements for all its jobs (``write_group`` reads what they need
 at once; ``settle`` renews their leases, upserts their groups and rows and checks their leases
 before their manifests together), and one pool of upload threads serves every job. Each document's
-objects are put only while the lease still holds (one check for its PDF, thumbnail and text), the
+objects are put only while the lease still holds (one check, then its PDF, thumbnail and text put
+together; the manifests of the group likewise), the
 database refuses a canceled job's rows, and completion is fenced: a write fenced by a cancel stops,
 and removes what it had written; a lost lease or a cancel stops that job alone.
 """
@@ -60,7 +61,7 @@ from raybatch.models import (
     ReviewState,
     TextSource,
 )
-from raybatch.objects.port import ObjectStore
+from raybatch.objects.port import ObjectStore, PutObject
 from raybatch.ocr.cache import PageTextLookup
 from raybatch.review.corrections import redo_correction, redo_plan, redo_region
 from raybatch.review.mark import Thresholds, carried, kept_layout, mark_documents
@@ -352,8 +353,8 @@ class ResultWriter:
     def settle(self, built: Sequence[Built]) -> tuple[list[tuple[Lease, JobRows]], dict[int, Exception]]:
         """The rows, groups and manifests of jobs whose objects are written, together: their leases
         renewed in one statement, their groups and rows upserted in a few (each job alone should the
-        rows of all fail), each manifest put while its lease holds. The jobs settled, with their
-        table rows; what broke each of the others, by job id."""
+        rows of all fail), the manifests of those whose lease holds put together (each alone should
+        that fail). The jobs settled, with their table rows; what broke each of the others, by job id."""
         broken: dict[int, Exception] = {}
         rows_of = {one.lease.job_id: one.rows for one in built}
 
@@ -378,6 +379,7 @@ class ResultWriter:
             held = self._state.holding([one.lease for one in placed])
         except Exception as exc:
             held, broken = set(), broken | {one.lease.job_id: exc for one in placed}
+        manifests: dict[int, PutObject] = {}
         for one in placed:
             job_id, rows = one.lease.job_id, rows_of[one.lease.job_id]
             try:
@@ -385,11 +387,25 @@ class ResultWriter:
                 if job_id not in held:  # checked before its manifest, as before its objects
                     raise lost(one.lease)
                 manifest = self._manifest(rows.job, rows.documents, rows.chunks)
-                self._put_json(self._keys().manifest(job_id), manifest)
+                manifests[job_id] = _json_object(self._keys().manifest(job_id), manifest)
             except Exception as exc:
                 broken.setdefault(job_id, exc)
+        broken |= self._put_manifests(manifests)
         written = [(one.lease, rows_of[one.lease.job_id]) for one in built if one.lease.job_id not in broken]
         return written, broken
+
+    def _put_manifests(self, manifests: Mapping[int, PutObject]) -> dict[int, Exception]:
+        """Put these jobs' manifests (by job) together; what refused each job (an outage is every
+        job's; any other failure, each manifest put alone to find its job)."""
+        if not manifests:
+            return {}
+        try:
+            self._store.put_many(list(manifests.values()))
+            return {}
+        except Exception as exc:
+            if isinstance(exc, TransientError) or len(manifests) == 1:
+                return dict.fromkeys(manifests, exc)
+        return {i: e for i, one in manifests.items() for i, e in self._put_manifests({i: one}).items()}
 
     def _upsert_documents(self, documents: Mapping[int, list[DocumentRecord]]) -> dict[int, Exception]:
         """Upsert these jobs' rows; what refused each job (a cancel, or its rows failing alone)."""
@@ -607,10 +623,14 @@ class ResultWriter:
             keys.document_thumb(job.id, index, version),
             keys.document_text(job.id, index, version),
         )
-        self._fence(lease)  # once for the document's three objects
-        self._store.put(pdf_key, pdf, content_type="application/pdf", metadata=metadata)
-        self._store.put(thumb_key, thumb, content_type="image/webp", metadata=metadata)
-        self._store.put(text_key, text.encode("utf-8"), content_type=TEXT_TYPE, metadata=metadata)
+        self._fence(lease)  # once for the document's three objects, put together
+        self._store.put_many(
+            [
+                PutObject(pdf_key, pdf, "application/pdf", metadata),
+                PutObject(thumb_key, thumb, "image/webp", metadata),
+                PutObject(text_key, text.encode("utf-8"), TEXT_TYPE, metadata),
+            ]
+        )
         return pdf_key, thumb_key, text_key
 
     def _upload(
@@ -725,8 +745,12 @@ class ResultWriter:
         )
 
     def _put_json(self, key: str, data: bytes) -> None:
-        json.loads(data)  # never write a manifest that does not parse
-        self._store.put(key, data, content_type="application/json")
+        self._store.put_many([_json_object(key, data)])
+
+
+def _json_object(key: str, data: bytes) -> PutObject:
+    json.loads(data)  # never write a manifest that does not parse
+    return PutObject(key, data, "application/json")
 
 
 # A known spelling's identity is pure and costly to derive (names normalised): once per writer.

@@ -5,12 +5,14 @@ from __future__ import annotations
 import errno
 import os
 import pickle
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from raybatch.errors import InvalidObjectKey, StorageRejected, StorageUnavailable
-from raybatch.objects import LocalObjectStore, files
+from raybatch.objects import LocalObjectStore, ObjectInfo, PutObject, files
 
 
 def _tree(folder: Path) -> list[str]:
@@ -59,6 +61,7 @@ def test_a_failed_write_keeps_the_old_object_and_leaves_no_temp_file(
     def fail(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
+    monkeypatch.setattr(files, "sync_filesystem", lambda path: False)  # each file fsynced, as without syncfs
     monkeypatch.setattr(files.os, broken, fail)
     with pytest.raises(StorageUnavailable):
         store.put("a/k", b"new", content_type="application/pdf", metadata={"v": "2"})
@@ -68,6 +71,89 @@ def test_a_failed_write_keeps_the_old_object_and_leaves_no_temp_file(
     assert store.get("a/k") == b"old"
     info = store.head("a/k")
     assert info is not None and (info.content_type, dict(info.metadata)) == ("text/plain", {"v": "1"})
+
+
+def _objects(n: int) -> list[PutObject]:
+    """``n`` objects over three folders."""
+    return [
+        PutObject(f"jobs/{i % 3}/documents/{i}.pdf", b"new %d" % i, "application/pdf", {"i": str(i)})
+        for i in range(n)
+    ]
+
+
+def test_put_many_syncs_the_filesystem_once_before_its_renames_and_once_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalObjectStore(tmp_path)
+    seen: list[list[str]] = []  # the tree at each sync
+    fsyncs: list[int] = []
+    monkeypatch.setattr(files, "sync_filesystem", lambda path: seen.append(_tree(tmp_path)) or True)
+    monkeypatch.setattr(files.os, "fsync", lambda fd: fsyncs.append(fd))
+
+    store.put_many(_objects(12))
+
+    assert len(seen) == 2 and fsyncs == [], "two syncs for twelve objects, no fsync of each file"
+    staged, renamed = seen
+    assert sum(name.endswith(".tmp") for name in staged) == 24 and not any(n.endswith(".pdf") for n in staged)
+    assert not any(name.endswith(".tmp") for name in renamed) and renamed == _tree(tmp_path)
+    for one in _objects(12):
+        assert store.get(one.key) == one.data
+        assert store.head(one.key) == ObjectInfo(one.key, len(one.data), "application/pdf", one.metadata)
+
+
+@pytest.mark.parametrize("syncfs", ["missing", "failing"])
+def test_without_syncfs_put_many_fsyncs_each_file_and_each_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, syncfs: str
+) -> None:
+    store = LocalObjectStore(tmp_path)
+    monkeypatch.setattr(files, "_syncfs", lambda: None if syncfs == "missing" else (lambda fd: -1))
+    fsync, fsyncs = os.fsync, list[int]()
+    monkeypatch.setattr(files.os, "fsync", lambda fd: fsyncs.append(fd) or fsync(fd))
+
+    store.put_many(_objects(12))
+
+    assert len(fsyncs) == 2 * 12 + 3, "each object and its sidecar, then each of the three folders"
+    assert [store.get(one.key) for one in _objects(12)] == [one.data for one in _objects(12)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="syncfs(2) is Linux's")
+def test_the_filesystem_is_synced_with_syncfs_on_linux(tmp_path: Path) -> None:
+    assert files.sync_filesystem(tmp_path) is True
+    assert files.sync_filesystem(tmp_path / "missing") is False
+
+
+@pytest.mark.parametrize("broken", ["stage", "replace"])
+def test_a_put_many_failing_midway_leaves_no_temp_file_and_no_part_of_an_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    """Staging the 3rd object fails: nothing new is put. A rename fails midway: the objects renamed
+    before it stand whole (the set is not atomic), the others keep their old bytes and metadata."""
+    store = LocalObjectStore(tmp_path)
+    for one in _objects(5):
+        store.put(one.key, b"old", content_type="text/plain", metadata={"v": "old"})
+    before = _tree(tmp_path)
+    calls: list[Any] = []
+
+    def fail_fifth(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        if len(calls) == 5:  # the 3rd object's data file
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return original(*args, **kwargs)
+
+    original = files.stage if broken == "stage" else os.replace
+    monkeypatch.setattr(*((files, "stage") if broken == "stage" else (files.os, "replace")), fail_fifth)
+    with pytest.raises(StorageUnavailable):
+        store.put_many(_objects(5))
+    monkeypatch.undo()
+
+    assert _tree(tmp_path) == before, "no temp file left behind"
+    renamed = 0 if broken == "stage" else 2  # renames 1-4: two objects with their sidecars
+    for n, one in enumerate(_objects(5)):
+        info = store.head(one.key)
+        assert info is not None
+        got = (store.get(one.key), info.content_type, dict(info.metadata))
+        old = (b"old", "text/plain", {"v": "old"})
+        assert got == ((one.data, "application/pdf", dict(one.metadata)) if n < renamed else old)
 
 
 def test_an_interrupted_stream_leaves_no_temp_file(tmp_path: Path) -> None:

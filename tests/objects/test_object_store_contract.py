@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from raybatch.errors import InvalidObjectKey, ObjectNotFound, PermanentError
-from raybatch.objects import DEFAULT_CONTENT_TYPE, LocalObjectStore, ObjectInfo, ObjectStore
+from raybatch.objects import DEFAULT_CONTENT_TYPE, LocalObjectStore, ObjectInfo, ObjectStore, PutObject
 
 HOSTILE_VALUES = {
     "traversal": "../../etc/x",
@@ -230,6 +230,59 @@ def test_invalid_content_types_are_refused(store: ObjectStore, content_type: str
     with pytest.raises(InvalidObjectKey):
         store.put("k", b"x", content_type=content_type)
     assert list(store.list()) == []
+
+
+def test_put_many_stores_each_object_with_its_type_and_metadata(store: ObjectStore) -> None:
+    store.put_many(
+        [
+            PutObject("jobs/1/documents/0.pdf", b"%PDF", "application/pdf", {"source_name": "счёт.pdf"}),
+            PutObject("jobs/1/documents/0.webp", b"RIFF", "image/webp"),
+            PutObject("jobs/2/manifest.json", b"{}", "application/json", {"job-id": "2"}),
+        ]
+    )
+
+    assert store.get("jobs/1/documents/0.pdf") == b"%PDF"
+    assert store.head("jobs/1/documents/0.pdf") == ObjectInfo(
+        "jobs/1/documents/0.pdf", 4, "application/pdf", {"source_name": "счёт.pdf"}
+    )
+    assert store.head("jobs/1/documents/0.webp") == ObjectInfo("jobs/1/documents/0.webp", 4, "image/webp", {})
+    assert store.get("jobs/2/manifest.json") == b"{}"
+    assert list(store.list()) == ["jobs/1/documents/0.pdf", "jobs/1/documents/0.webp", "jobs/2/manifest.json"]
+    store.put_many([])
+    assert len(list(store.list())) == 3
+
+
+def test_put_many_replaces_existing_objects(store: ObjectStore) -> None:
+    store.put("a/k", b"old a", content_type="text/plain", metadata={"v": "1"})
+    store.put("b/k", b"old b", metadata={"v": "1"})
+
+    store.put_many(
+        [PutObject("a/k", b"new a", "application/pdf"), PutObject("b/k", b"new b", metadata={"v": "2"})]
+    )
+
+    assert (store.get("a/k"), store.get("b/k")) == (b"new a", b"new b")
+    assert store.head("a/k") == ObjectInfo("a/k", 5, "application/pdf", {})
+    assert store.head("b/k") == ObjectInfo("b/k", 5, DEFAULT_CONTENT_TYPE, {"v": "2"})
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        PutObject("../escape", b"x"),
+        PutObject("k3", b"x", content_type="text/plain\r\nX-Injected: 1"),
+        PutObject("k3", b"x", metadata={"Upper": "x"}),
+    ],
+    ids=["key", "content-type", "metadata"],
+)
+def test_put_many_refuses_the_whole_call_for_one_invalid_object(
+    store: ObjectStore, bad: PutObject, tmp_path: Path
+) -> None:
+    with pytest.raises(InvalidObjectKey):
+        store.put_many([PutObject("k1", b"1"), PutObject("k2", b"2"), bad, PutObject("k4", b"4")])
+
+    assert list(store.list()) == []
+    if isinstance(store, LocalObjectStore):
+        assert not store.root.exists(), "nothing was written on disk, not even the root"
 
 
 def test_files_stream_in_and_out(store: ObjectStore, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ written, each job under its own lease and failing alone."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,10 @@ import pytest
 from group_support import answered_file_job, assert_written_once, one_document_pdf, table_rows
 
 from raybatch.cancel import cancel_jobs
+from raybatch.errors import StorageRejected
 from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus, Lease
-from raybatch.objects import MemoryObjectStore
+from raybatch.objects import MemoryObjectStore, PutObject
 from raybatch.settings import ClaudeSettings, PrepareSettings, StateSettings, StoreSettings
 from raybatch.state import SqlStateStore, open_state
 from raybatch.work.table_sink import TableSink
@@ -176,3 +178,48 @@ def test_a_lease_lost_once_its_objects_are_put_stops_that_job_before_its_rows_an
     assert state.get_job(jobs[0]).status is JobStatus.WRITING, "left to its new holder"
     for job_id in jobs[1:]:
         assert_written_once(state, store, job_id, documents=1)
+
+
+class RefusingStore(MemoryObjectStore):
+    """Refuses, for good, the manifest of job ``refused``; records each ``put_many``'s keys."""
+
+    def __init__(self, refused: int) -> None:
+        super().__init__()
+        self._refused = refused
+        self.calls: list[list[str]] = []
+
+    def put_many(self, objects: Sequence[PutObject]) -> None:
+        self.calls.append([one.key for one in objects])
+        super().put_many(objects)
+
+    def put(self, key: str, data: bytes, **kwargs: Any) -> None:
+        if key.endswith(f"/jobs/{self._refused}/manifest.json"):
+            raise StorageRejected("object store refused the manifest (injected)")
+        super().put(key, data, **kwargs)
+
+
+def test_a_manifest_refused_in_the_groups_put_fails_its_job_alone(
+    state: SqlStateStore, tmp_path: Path
+) -> None:
+    """The group's manifests are put in one ``put_many`` (each document's objects in one too); one
+    refused for good fails that job, each manifest then put alone: the others are completed."""
+    jobs = [answered_file_job(state, tmp_path, n) for n in range(3)]
+    store = RefusingStore(refused=jobs[1])
+
+    reports = writer(state, store).write_group(claim(state, jobs))
+
+    assert [r.status for r in reports] == [JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.COMPLETED]
+    assert (
+        "StorageRejected" in (reports[1].error or "")
+        and state.get_job(jobs[1]).error_class == "StorageRejected"
+    )
+    keys = OutputKeys(state.database_id())
+    manifests = [keys.manifest(job_id) for job_id in jobs]
+    assert manifests in store.calls, "the group's manifests are put together first"
+    assert [[key] for key in manifests] == [c for c in store.calls if len(c) == 1], "then each alone"
+    assert sum(len(c) == 3 and c[0].endswith(".pdf") for c in store.calls) == 3, (
+        "a document's objects together"
+    )
+    for job_id in (jobs[0], jobs[2]):
+        assert_written_once(state, store, job_id, documents=1)
+    assert not store.exists(keys.manifest(jobs[1]))
