@@ -14,8 +14,9 @@ correction's ``publish`` appends the job's rows again. Plain class: Ray runs a p
 
 A group's database work is a few statements for all its jobs (``write_group`` reads what they need
 at once; ``settle`` renews their leases, upserts their groups and rows and checks their leases
-before their manifests together), and one pool of upload threads serves every job. Each document's
-objects are put only while the lease still holds (one check, then its PDF, thumbnail and text put
+before their manifests together), and one pool of upload threads serves every job: a job's
+uploads run on while the next job is built, and are waited for before its rows (``UploadPool``).
+Each document's objects are put only while the lease still holds (one check, then its PDF, thumbnail and text put
 together; the manifests of the group likewise), the
 database refuses a canceled job's rows, and completion is fenced: a write fenced by a cancel stops,
 and removes what it had written; a lost lease or a cancel stops that job alone.
@@ -23,18 +24,17 @@ and removes what it had written; a lost lease or a cancel stops that job alone.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import resource
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import lru_cache
-from threading import BoundedSemaphore
 from typing import Protocol
 
 import pymupdf
@@ -85,6 +85,7 @@ from raybatch.steps.thumbnail import thumbnail
 from raybatch.units import MIB
 from raybatch.work.page_texts import PageTexts, document_text, page_texts
 from raybatch.work.table_sink import TableSink
+from raybatch.work.upload_pool import MOST_AT_ONCE, UploadPool
 
 TEXT_TYPE = "text/plain; charset=utf-8"
 
@@ -142,9 +143,6 @@ class Built:
     settled: bool = False
 
 
-MOST_AT_ONCE = 4  # documents_at_once's largest: the writer's pool of upload threads
-
-
 def documents_at_once(size_bytes: int) -> int:
     """How many documents of one job are built at a time: 1 above 50 MB, 2 from 20 MB, else 4."""
     if size_bytes > 50 * MIB:
@@ -199,7 +197,7 @@ class ResultWriter:
         self._classes_sha: str | None = None  # kept in the database on the first write
         self._spellings: set[tuple[str, tuple[str, ...]]] | None = None  # known groups, read once a call
         self._known: Known | None = None  # what a write_group call's jobs need, read once for it
-        self._pool: ThreadPoolExecutor | None = None  # the uploads of every job, made on first use
+        self._uploads = UploadPool()  # every job's, in a few threads
 
     @classmethod
     def of_settings(cls, state: WriterState, store: ObjectStore, settings: Settings) -> ResultWriter:
@@ -258,10 +256,12 @@ class ResultWriter:
                 try:
                     built.append(self.write_outputs(job, lease, chunks.get(job.id)))
                 except Exception as exc:  # every failure is this job's, not the writer's: see _failed
-                    ended[job.id] = self._failed(job, lease, exc)
+                    ended[job.id] = self._failed(job, lease, self._uploaded(job.id, exc))
+            built = [one for one in built if self._uploads_held(one, ended)]
             written, broken = self.settle(built)
         finally:
             self._spellings, self._known = None, None
+            self._uploads.settle_all()
         for one in built:
             if one.lease.job_id in broken:
                 ended[one.lease.job_id] = self._failed(one.rows.job, one.lease, broken[one.lease.job_id])
@@ -273,6 +273,22 @@ class ResultWriter:
             )
         kept = {lease.job_id: rows for lease, rows in written}
         return [self._report(jobs[i], began[i], *ended[i], kept.get(i)) for i in ids]
+
+    def _uploaded(self, job_id: int, cause: Exception) -> Exception:
+        """``cause``, once the job's uploads under way ended (so that a cancel removes them all)."""
+        with contextlib.suppress(Exception):  # the job fails for ``cause`` already
+            self._uploads.wait(job_id)
+        return cause
+
+    def _uploads_held(self, one: Built, ended: dict[int, tuple[JobStatus, str | None]]) -> bool:
+        """Whether the job's objects were all put (its uploads ran on while the next job was built);
+        a job whose upload failed is failed here, alone."""
+        try:
+            self._uploads.wait(one.lease.job_id)
+        except Exception as exc:
+            ended[one.lease.job_id] = self._failed(one.rows.job, one.lease, exc)
+            return False
+        return True
 
     def _read_known(self, jobs: Sequence[JobRecord]) -> Known:
         """What writing these jobs reads from the database, for all of them at once."""
@@ -558,29 +574,28 @@ class ResultWriter:
         lease: Lease,
         versions: Mapping[int, int] | None = None,
     ) -> tuple[list[DocumentRecord], dict[int, str]]:
-        """Slice, draw and upload every document, with its text; at most 1/2/4 built and not yet
-        uploaded. The records, and each document's text by index."""
+        """Slice and draw every document and hand its objects, with its text, to the uploads (at
+        most 1/2/4 built and not yet uploaded; ``write_group`` waits for them before the job's
+        rows). The records, and each document's text by index."""
         data = read_source_patiently(job.source_uri, self._sources, sha256=job.sha256)  # the file prepared
-        slots = BoundedSemaphore(documents_at_once(len(data)))
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=MOST_AT_ONCE, thread_name_prefix="write")
-        pool = self._pool
+        at_once = documents_at_once(len(data))
+        records: list[DocumentRecord] = []
+        texts: dict[int, str] = {}
         with _opened(data, job, self._max_page_pixels) as source:
             spans = [(d.first_page, d.last_page) for d in stitched]
             pages = page_texts(source, job.sha256, self._texts(job), spans)
-            uploads: list[Future[DocumentRecord]] = []
-            texts: dict[int, str] = {}
             for index, doc in enumerate(stitched):
-                slots.acquire()
                 texts[index] = document_text(pages, doc.first_page, doc.last_page)
                 pdf = self._slice(source, doc, rotations, pages)
-                thumb = thumbnail(pdf)
+                made = (pdf, thumbnail(pdf), texts[index])
                 version = (versions or {}).get(index, 1)
-                made = (pdf, thumb, texts[index])
-                future = pool.submit(self._upload, job, index, doc, made, lease, version)
-                future.add_done_callback(lambda _: slots.release())
-                uploads.append(future)
-            return [future.result() for future in uploads], texts
+                self._uploads.submit(job.id, at_once, self._put_document, job, index, version, made, lease)
+                pdf_key, thumb_key, text_key = self._document_keys(job.id, index, version)
+                record = self._record(job, index, doc)
+                records.append(
+                    replace(record, pdf_key=pdf_key, thumb_key=thumb_key, text_key=text_key, version=version)
+                )
+        return records, texts
 
     def _slice(
         self,
@@ -617,12 +632,7 @@ class ResultWriter:
         """Upload one document version's PDF, thumbnail and text; their keys."""
         pdf, thumb, text = made
         metadata = {"job-id": str(job.id), "document-index": str(index), "source-name": job.source_name}
-        keys = self._keys()
-        pdf_key, thumb_key, text_key = (
-            keys.document_pdf(job.id, index, version),
-            keys.document_thumb(job.id, index, version),
-            keys.document_text(job.id, index, version),
-        )
+        pdf_key, thumb_key, text_key = self._document_keys(job.id, index, version)
         self._fence(lease)  # once for the document's three objects, put together
         self._store.put_many(
             [
@@ -633,18 +643,14 @@ class ResultWriter:
         )
         return pdf_key, thumb_key, text_key
 
-    def _upload(
-        self,
-        job: JobRecord,
-        index: int,
-        doc: StitchedDocument,
-        made: tuple[bytes, bytes, str],
-        lease: Lease,
-        version: int = 1,
-    ) -> DocumentRecord:
-        pdf_key, thumb_key, text_key = self._put_document(job, index, version, made, lease)
-        record = self._record(job, index, doc)
-        return replace(record, pdf_key=pdf_key, thumb_key=thumb_key, text_key=text_key, version=version)
+    def _document_keys(self, job_id: int, index: int, version: int) -> tuple[str, str, str]:
+        """The keys of a document version's PDF, thumbnail and text."""
+        keys = self._keys()
+        return (
+            keys.document_pdf(job_id, index, version),
+            keys.document_thumb(job_id, index, version),
+            keys.document_text(job_id, index, version),
+        )
 
     def _record(self, job: JobRecord, index: int, doc: StitchedDocument) -> DocumentRecord:
         """The row of a stitched document, its values checked against the classes file (its objects'
