@@ -16,10 +16,10 @@ A group's database work is a few statements for all its jobs (``write_group`` re
 at once; ``settle`` renews their leases, upserts their groups and rows and checks their leases
 before their manifests together), and one pool of upload threads serves every job: a job's
 uploads run on while the next job is built, and are waited for before its rows (``UploadPool``).
-Each document's objects are put only while the lease still holds (one check, then its PDF, thumbnail and text put
-together; the manifests of the group likewise), the
-database refuses a canceled job's rows, and completion is fenced: a write fenced by a cancel stops,
-and removes what it had written; a lost lease or a cancel stops that job alone.
+Each document's objects are put only while the lease still holds (one check, then its PDF,
+thumbnail and text put together; the manifests of the group likewise), the database refuses a
+canceled job's rows, and completion is fenced: a write fenced by a cancel stops, and removes what
+it had written; a lost lease or a cancel stops that job alone.
 """
 
 from __future__ import annotations
