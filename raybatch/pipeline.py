@@ -58,6 +58,7 @@ from raybatch.workload import Budget, Sizing, open_budget
 
 log = logging.getLogger(__name__)
 COALESCE_SECONDS = 0.02  # how long a step waits for more work finishing with the first
+CLAIM_WINDOW = 64  # jobs held for preparing, at least (see _claim_window)
 
 Notice = Callable[[str], None]
 OnProgress = Callable[[Progress], None]
@@ -348,8 +349,10 @@ def _wait_any(refs: list[object], timeout: float) -> None:
 
 def _claim_window(prepare_cap: Callable[[], int]) -> Callable[[], int]:
     """Jobs claimed for preparing at once: enough to keep every prepare slot busy (twice the
-    prepare cap, as the budget and the cluster are now), never the whole backlog."""
-    return lambda: 2 * prepare_cap()
+    prepare cap, as the budget and the cluster are now), never the whole backlog; at least
+    CLAIM_WINDOW, so that small jobs are claimed CLAIM_WINDOW / 2 at a time (a claim is a few
+    statements whatever its size)."""
+    return lambda: max(CLAIM_WINDOW, 2 * prepare_cap())
 
 
 def _prepare_cap(settings: Settings) -> int | Callable[[], int]:

@@ -35,7 +35,7 @@ from raybatch.steps.open_source import detect_kind, open_source
 from raybatch.units import MIB
 
 log = logging.getLogger(__name__)
-GROUP_FILES = 8  # files one registration task reads: a task and a result for several small files
+GROUP_FILES = 32  # files one registration task reads: a task and a result for several small files
 GROUP_BYTES = 16 * MIB  # ... while they are small together (a large file goes alone)
 
 

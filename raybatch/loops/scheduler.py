@@ -29,9 +29,9 @@ log = logging.getLogger(__name__)
 
 GUESS_REQUEST_BYTES = 3_000_000  # until the first chunk is measured: ≈ 8 scanned pages
 # A run saves prepared chunks together, in one transaction: once SAVE_JOBS jobs are complete, once
-# the oldest waited SAVE_SECONDS, when nothing else is in flight, or at once for urgent work.
-SAVE_JOBS = 8
-SAVE_SECONDS = 0.1
+# the oldest waited SAVE_SECONDS, when nothing else is in flight or queued, or at once for urgent work.
+SAVE_JOBS = 32
+SAVE_SECONDS = 0.25
 # A run prepares the one-chunk jobs of small local files in groups: one task for up to GROUP_CHUNKS
 # of them (never more than half the cap, so that every CPU keeps a task) and GROUP_SOURCE_BYTES of
 # sources. Big jobs, urgent ones and sources read with the store's keys get a task per chunk.
@@ -53,6 +53,9 @@ class JobInPrep:
     payloads: dict[int, Any] = field(default_factory=dict)
     request_bytes: int = 0
     source: Any = None
+    # Chunks of it were saved before (an ``estimate`` keeps what it prepared only after saving
+    # them): only then is the store asked for what was kept.
+    maybe_kept: bool = True
 
 
 @dataclass
@@ -218,7 +221,7 @@ class PrepareScheduler:
         ]
         plans = outstanding_of(self._state, has_answers, self._tasks.processing_key)
         for lease in startable:
-            self._start(jobs[lease.job_id], lease, plans[lease.job_id])
+            self._start(jobs[lease.job_id], lease, plans[lease.job_id], lease.job_id in answered)
         return len(leases)
 
     def renewed(self, leases: Mapping[int, Lease]) -> None:
@@ -236,7 +239,8 @@ class PrepareScheduler:
         # the jobs it hands back are not offered yet, so their bytes count as backlog here.
         self._expire()
         ready, self._answered_already = self._answered_already + self._collect(), []
-        self._launch(backlog_bytes + sum(job.request_bytes for job in ready))
+        unsaved = sum(chunk.request_bytes for chunk in self._unsaved)  # ready soon: backlog too
+        self._launch(backlog_bytes + unsaved + sum(job.request_bytes for job in ready))
         return ready
 
     def _within_attempts(self, job: JobRecord, lease: Lease) -> bool:
@@ -246,8 +250,8 @@ class PrepareScheduler:
         self._fail_held(job.id, lease, "AttemptsExhausted", reason)
         return False
 
-    def _start(self, job: JobRecord, lease: Lease, plans: list[ChunkPlan]) -> None:
-        self._jobs[job.id] = JobInPrep(job, lease, {p.n for p in plans})
+    def _start(self, job: JobRecord, lease: Lease, plans: list[ChunkPlan], has_chunks: bool) -> None:
+        self._jobs[job.id] = JobInPrep(job, lease, {p.n for p in plans}, maybe_kept=has_chunks)
         if job.priority is Priority.URGENT:  # ahead of every normal job's chunks
             self._urgent_chunks += len(plans)
             self._queue.extendleft((job.id, plan) for plan in reversed(plans))
@@ -275,7 +279,7 @@ class PrepareScheduler:
 
     def _from_kept(self, prep: JobInPrep, plan: ChunkPlan) -> bool:
         """Take the chunk as an earlier ``estimate`` kept it, if it did."""
-        stored = self._tasks.stored(prep.job, plan)
+        stored = self._tasks.stored(prep.job, plan) if prep.maybe_kept else None
         if stored is None:
             return False
         summary, payload = stored
@@ -384,7 +388,7 @@ class PrepareScheduler:
         due = self._unsaved_since is not None and (
             urgent
             or len(self._complete) >= self._save_jobs
-            or not self._in_flight
+            or not (self._in_flight or self._queue)
             or self._monotonic() - self._unsaved_since >= self._save_seconds
         )
         if not due:

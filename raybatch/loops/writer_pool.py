@@ -73,9 +73,6 @@ class _Running:
     def size_mb(self) -> float:
         return sum(self.sizes_mb)
 
-    def carries(self, job_id: int) -> bool:
-        return any(lease.job_id == job_id for lease in self.leases)
-
 
 class WriterPool:
     """Admits answered jobs to idle writers under the MB budget and collects their reports."""
@@ -112,6 +109,7 @@ class WriterPool:
         self._max_attempts = max_attempts
         self._metrics = metrics or Metrics()
         self._running: dict[Any, _Running] = {}
+        self._carried: set[int] = set()  # the jobs of the calls running (``holds`` at every glance)
         self.reports: list[WriteReport] = []
         self.gone: set[int] = set()  # jobs the last admit found no longer to be written by this pool
         self._alone: set[int] = set()  # jobs whose group's writer died: each goes alone next time
@@ -174,7 +172,7 @@ class WriterPool:
 
     def holds(self, job_id: int) -> bool:
         """True while one of the writers writes this job."""
-        return any(r.carries(job_id) for r in self._running.values())
+        return job_id in self._carried
 
     def renewed(self, leases: dict[int, Lease]) -> None:
         """Take the renewed leases (same tokens, later expiry)."""
@@ -235,8 +233,8 @@ class WriterPool:
         answered at once, the try not counted, and its writer, fenced by the lease it lost, stops
         at its next object; the jobs handed back."""
         handed = []
-        for ref, running in list(self._running.items()):
-            del self._running[ref]
+        for ref in list(self._running):
+            running = self._ended_call(ref)
             for lease in running.leases:
                 self._release(lease, attempts=max(0, lease.attempt - 1))
                 handed.append(lease.job_id)
@@ -270,6 +268,7 @@ class WriterPool:
         writer = self._idle.pop(self._idle.index(self._placed()[0]))
         leases, sizes = [lease for lease, _ in started], [mb for _, mb in started]
         self._running[writer.write_group.remote(leases)] = _Running(writer, leases, sizes, self._monotonic())
+        self._carried.update(lease.job_id for lease in leases)
         self._alone.difference_update(lease.job_id for lease in leases)
         return [lease.job_id for lease in leases]
 
@@ -280,7 +279,7 @@ class WriterPool:
             return finished
         done, _ = self._wait(list(self._running), num_returns=len(self._running), timeout=0)
         for ref in done:
-            running = self._running.pop(ref)
+            running = self._ended_call(ref)
             try:
                 reports: list[WriteReport] = self._get(ref)
             except RayError as exc:  # the writer process died: its jobs go back to be written again
@@ -290,6 +289,12 @@ class WriterPool:
             finished += reports
             self.reports += reports
         return finished
+
+    def _ended_call(self, ref: Any) -> _Running:
+        """A write call no longer waited for: its jobs are no longer this pool's to hold."""
+        running = self._running.pop(ref)
+        self._carried.difference_update(lease.job_id for lease in running.leases)
+        return running
 
     def _died(self, running: _Running, exc: RayError) -> list[WriteReport]:
         """A write call whose writer died: the jobs it had not ended go back to answered (each
@@ -348,7 +353,7 @@ class WriterPool:
         for ref, running in list(self._running.items()):
             if now - running.started <= self._timeout * len(running.leases):  # the limit is per job
                 continue
-            del self._running[ref]
+            self._ended_call(ref)
             self._kill(running.writer)
             self._restarting[running.writer] = None  # restarted by Ray
             ended = self._ended(running)

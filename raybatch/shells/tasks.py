@@ -226,8 +226,8 @@ class RayPrepareTasks:
             "num_cpus": self._cpus,
             "num_returns": 1 + len(items),
         }
-        cache = self._cache
-        known = [tuple(cache.cached_page_texts(j.sha256, p.pages)) if cache else () for j, p in items]
+        found = self._cache.cached_page_texts_of({j.sha256 for j in jobs}) if self._cache else {}
+        known = [tuple(c for c in found.get(j.sha256, ()) if c.text.page in p.pages) for j, p in items]
         task = prepare_chunks.options(**options)
         refs: Any = task.remote(self._settings, self._keyless, list(items), known)
         return refs[0], list(refs[1:])  # num_returns: the outcomes, then one ref per chunk

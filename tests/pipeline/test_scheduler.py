@@ -128,6 +128,19 @@ def test_the_cap_bounds_tasks_in_flight_and_may_change(state: SqlStateStore) -> 
     assert {c.status for c in state.get_chunks(job)} == {ChunkStatus.PREPARED}
 
 
+def test_only_jobs_with_chunks_saved_ask_the_store_for_what_an_estimate_kept(state: SqlStateStore) -> None:
+    fresh, estimated = pending_job(state, 1, pages=8), pending_job(state, 2, pages=8)
+    saved = ChunkRecord(estimated, 0, 1, 8, custom_id(estimated, 0), "older", ChunkStatus.PREPARED)
+    state.save_chunks(estimated, [saved])  # as an estimate leaves it, before it keeps the request
+    tasks, asked = FakeTasks(), []
+    tasks.stored = lambda job, plan: asked.append(job.id)  # type: ignore[method-assign]  # kept: none
+    sched = scheduler(state, tasks, 8)
+    sched.claim([fresh, estimated])
+    sched.tick(0)
+    assert asked == [estimated]  # a fresh job costs the store nothing
+    assert sorted(job_id for job_id, _ in tasks.launched) == [fresh, estimated]
+
+
 def test_the_coordinators_backlog_holds_new_launches(state: SqlStateStore) -> None:
     job = pending_job(state, 1, pages=80)
     tasks = FakeTasks()
