@@ -59,6 +59,7 @@ class LocalObjectStore:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         # Absolute now, so a copy unpickled in a Ray worker with another cwd finds the same folder.
         self._root = Path(root).expanduser().absolute()
+        self._resolved: str | None = None
 
     def __repr__(self) -> str:
         return f"LocalObjectStore({str(self._root)!r})"
@@ -168,9 +169,15 @@ class LocalObjectStore:
     def _path(self, key: str) -> Path:
         path = self._root.joinpath(*validate_key(key).split("/"))
         # Keys are already clean; this also refuses symlinks inside the root that point outside it.
-        if not Path(os.path.realpath(path)).is_relative_to(os.path.realpath(self._root)):
+        if not Path(os.path.realpath(path)).is_relative_to(self._real_root()):
             raise InvalidObjectKey("object key resolves outside the store's folder")
         return path
+
+    def _real_root(self) -> str:
+        """The root with its links resolved, once (every key's path is checked against it)."""
+        if self._resolved is None:
+            self._resolved = os.path.realpath(self._root)
+        return self._resolved
 
     def _write(self, objects: Sequence[_Write]) -> None:
         """Stage every object and its sidecar (each validated first), then commit them together."""

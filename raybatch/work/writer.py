@@ -83,6 +83,7 @@ from raybatch.steps.stitch import StitchedDocument, stitch
 from raybatch.steps.table import JobRows, Provenance
 from raybatch.steps.thumbnail import thumbnail
 from raybatch.units import MIB
+from raybatch.work.each_alone import together_else_alone
 from raybatch.work.page_texts import PageTexts, document_text, page_texts
 from raybatch.work.table_sink import TableSink
 from raybatch.work.upload_pool import MOST_AT_ONCE, UploadPool
@@ -411,31 +412,23 @@ class ResultWriter:
         return written, broken
 
     def _put_manifests(self, manifests: Mapping[int, PutObject]) -> dict[int, Exception]:
-        """Put these jobs' manifests (by job) together; what refused each job (an outage is every
-        job's; any other failure, each manifest put alone to find its job)."""
-        if not manifests:
+        """Put these jobs' manifests (by job) together, else each alone; what refused each job."""
+
+        def put(some: Mapping[int, PutObject]) -> dict[int, Exception]:
+            self._store.put_many(list(some.values()))
             return {}
-        try:
-            self._store.put_many(list(manifests.values()))
-            return {}
-        except Exception as exc:
-            if isinstance(exc, TransientError) or len(manifests) == 1:
-                return dict.fromkeys(manifests, exc)
-        return {i: e for i, one in manifests.items() for i, e in self._put_manifests({i: one}).items()}
+
+        return together_else_alone(manifests, put)
 
     def _upsert_documents(self, documents: Mapping[int, list[DocumentRecord]]) -> dict[int, Exception]:
-        """Upsert these jobs' rows; what refused each job (a cancel, or its rows failing alone)."""
-        try:
-            canceled = self._state.upsert_documents_of(documents)
-        except Exception as exc:
-            if isinstance(exc, TransientError) or len(documents) == 1:
-                return dict.fromkeys(documents, exc)
-            return {
-                i: e
-                for i, records in documents.items()
-                for i, e in self._upsert_documents({i: records}).items()
-            }
-        return {i: LeaseLost(f"job {i} was canceled: its documents are not written") for i in canceled}
+        """Upsert these jobs' rows together, else each job's alone; what refused each job (a cancel,
+        or its rows failing)."""
+
+        def upsert(some: Mapping[int, list[DocumentRecord]]) -> dict[int, Exception]:
+            canceled = self._state.upsert_documents_of(some)
+            return {i: LeaseLost(f"job {i} was canceled: its documents are not written") for i in canceled}
+
+        return together_else_alone(documents, upsert)
 
     def _redo(
         self,
@@ -506,15 +499,13 @@ class ResultWriter:
         return refused
 
     def _append(self, written: Sequence[tuple[Lease, JobRows]]) -> dict[int, Exception]:
-        """The group's rows as one table file; what refused each job. Should it fail other than for
-        an outage, each job's rows are appended alone, so that a failure stays with its job."""
-        try:
-            self.table().append([rows for _, rows in written])
+        """The group's rows as one table file, else each job's rows alone; what refused each job."""
+
+        def append(some: Mapping[int, JobRows]) -> dict[int, Exception]:
+            self.table().append(list(some.values()))
             return {}
-        except Exception as exc:
-            if isinstance(exc, TransientError) or len(written) == 1:
-                return {lease.job_id: exc for lease, _ in written}
-        return {job_id: exc for one in written for job_id, exc in self._append([one]).items()}
+
+        return together_else_alone({lease.job_id: rows for lease, rows in written}, append)
 
     def publish(self, job: JobRecord, records: Sequence[DocumentRecord], lease: Lease | None = None) -> None:
         """The job's manifest from its current ``records``, and its rows appended to the table
@@ -702,14 +693,13 @@ class ResultWriter:
         return {i: records for i, records in grouped.items() if i not in failed}, failed
 
     def _upsert_groups(self, labels: Mapping[int, Mapping[str, str]]) -> dict[int, Exception]:
-        """Upsert these jobs' group labels (by job); what refused each job."""
-        try:
-            self._state.upsert_groups({key: label for mine in labels.values() for key, label in mine.items()})
+        """Upsert these jobs' group labels (by job) together, else each job's alone; what refused each job."""
+
+        def upsert(some: Mapping[int, Mapping[str, str]]) -> dict[int, Exception]:
+            self._state.upsert_groups({key: label for mine in some.values() for key, label in mine.items()})
             return {}
-        except Exception as exc:
-            if isinstance(exc, TransientError) or len(labels) == 1:
-                return dict.fromkeys(labels, exc)
-        return {i: e for i, mine in labels.items() for i, e in self._upsert_groups({i: mine}).items()}
+
+        return together_else_alone(labels, upsert)
 
     def _drop_stale_objects(
         self, job_id: int, records: Sequence[DocumentRecord], fresh: bool = False
