@@ -12,6 +12,8 @@ On a local Ray of its own, with the built-in emulator answering at once (zero pr
   e2e_efficiency           e2e_files_per_s x (1/prepare + 1/write): 1.0 = nothing lost between stages
   first_request_at_s       seconds from the run's start until its first request (chunk) was prepared
   driver_cpu_ms_per_job    CPU time of the driver's thread during the run, per job
+  driver_loop_cpu_ms_per_job  of it, the driver's loop alone (what grows with the jobs); the rest is
+                           the run's start and end, once a run (a new database made, the table compacted)
   cpu_ms_per_job           CPU of the run's processes by stage, per job (bench/stage_cpu.py): the
                            driver's thread, tasks (registration and prepare), coordinator, writers,
                            ray (Ray's own); prepare_alone_cpu_ms_per_job: the task workers' CPU in
@@ -64,6 +66,7 @@ REQUIRED_KEYS = (
     "e2e_efficiency",
     "first_request_at_s",
     "driver_cpu_ms_per_job",
+    "driver_loop_cpu_ms_per_job",
     "cpu_ms_per_job",
     "prepare_alone_cpu_ms_per_job",
     "floor_cpu_ms_per_job",
@@ -125,6 +128,31 @@ class Counted:
         sa.event.remove(sa.engine.Engine, "before_cursor_execute", self._count)
 
 
+class LoopCpu:
+    """CPU time of the calling thread inside ``Driver.run`` (the driver's loop), while in the block."""
+
+    def __enter__(self) -> LoopCpu:
+        from raybatch.loops.driver import Driver
+
+        self.cpu_s, self._run = 0.0, Driver.run
+        original = self._run
+
+        def timed(driver: Driver, *args: Any, **kwargs: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return original(driver, *args, **kwargs)
+            finally:
+                self.cpu_s += time.thread_time() - started
+
+        Driver.run = timed  # type: ignore[method-assign,assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from raybatch.loops.driver import Driver
+
+        Driver.run = self._run  # type: ignore[method-assign]
+
+
 def whole_run(settings: Settings, folder: Path) -> dict[str, Any]:
     """A run of the folder against an emulator that answers at once."""
     from raybatch.pipeline import run
@@ -139,7 +167,7 @@ def whole_run(settings: Settings, folder: Path) -> dict[str, Any]:
             if not first and progress.pages_prepared:
                 first.append(time.perf_counter() - started)
 
-        with Counted() as counted, StageCpu() as stages:
+        with Counted() as counted, StageCpu() as stages, LoopCpu() as loop:
             report = run(settings, str(folder), dashboard=False, on_progress=see)
     jobs = len(report.jobs)
     return {
@@ -149,6 +177,7 @@ def whole_run(settings: Settings, folder: Path) -> dict[str, Any]:
         "failed": len(report.failed),
         "first_request_at_s": first[0] if first else None,
         "driver_cpu_ms_per_job": 1000 * counted.cpu_s / max(1, jobs),
+        "driver_loop_cpu_ms_per_job": 1000 * loop.cpu_s / max(1, jobs),
         "cpu_ms_per_job": stages.ms_per_job(jobs),
         "db_statements_per_job": counted.statements / max(1, jobs),
         "settings": settings,
@@ -382,6 +411,7 @@ def measure(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         "write_files_per_s": count / write_s,
         "first_request_at_s": e2e["first_request_at_s"],
         "driver_cpu_ms_per_job": e2e["driver_cpu_ms_per_job"],
+        "driver_loop_cpu_ms_per_job": e2e["driver_loop_cpu_ms_per_job"],
         "cpu_ms_per_job": {"driver": e2e["driver_cpu_ms_per_job"], **e2e["cpu_ms_per_job"]},
         "prepare_alone_cpu_ms_per_job": prepare_cpu.ms_per_job(count).get("tasks", 0.0),
         "db_statements_per_job": e2e["db_statements_per_job"],

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 GUESS_REQUEST_BYTES = 3_000_000  # until the first chunk is measured: ≈ 8 scanned pages
 # A run saves prepared chunks together, in one transaction: once SAVE_JOBS jobs are complete, once
-# the oldest waited SAVE_SECONDS, when nothing else is in flight or queued, or at once for urgent work.
+# the oldest waited SAVE_SECONDS, when no task is left in flight, or at once for urgent work.
 SAVE_JOBS = 32
 SAVE_SECONDS = 0.25
 # A run prepares the one-chunk jobs of small local files in groups: one task for up to GROUP_CHUNKS
@@ -234,14 +234,16 @@ class PrepareScheduler:
                 self._drop(job_id)
 
     def tick(self, backlog_bytes: int) -> list[ReadyJob]:
-        """Collect what finished, then launch what the bounds allow; jobs now fully prepared."""
+        """Collect what finished, launch what the bounds allow, then save what is prepared when
+        due; the jobs now fully prepared."""
         # Collecting first refills a finished task's slot in this tick rather than the next one;
-        # the jobs it hands back are not offered yet, so their bytes count as backlog here.
+        # the jobs handed back are not offered yet, so their bytes count as backlog here. Saving
+        # after the launches knows whether anything else is still being prepared.
         self._expire()
-        ready, self._answered_already = self._answered_already + self._collect(), []
-        unsaved = sum(chunk.request_bytes for chunk in self._unsaved)  # ready soon: backlog too
-        self._launch(backlog_bytes + unsaved + sum(job.request_bytes for job in ready))
-        return ready
+        self._collect()
+        ready, self._answered_already = self._answered_already, []
+        self._launch(backlog_bytes + sum(job.request_bytes for job in ready))
+        return ready + self._save()
 
     def _within_attempts(self, job: JobRecord, lease: Lease) -> bool:
         if lease.attempt <= self._max_attempts:
@@ -337,11 +339,11 @@ class PrepareScheduler:
         each = sum(recent) // len(recent) if recent else GUESS_REQUEST_BYTES
         return each * (self._chunks_in_flight + more)
 
-    def _collect(self) -> list[ReadyJob]:
-        """The chunks prepared since the last look, saved with the jobs they complete in one
-        transaction (not one per chunk and one per job)."""
+    def _collect(self) -> None:
+        """The chunks prepared since the last look, held to be saved with the jobs they complete
+        in one transaction (not one per chunk and one per job)."""
         if not self._in_flight:
-            return self._save([], [])
+            return
         done, _ = self._wait(list(self._in_flight), num_returns=len(self._in_flight), timeout=0)
         chunks: list[ChunkRecord] = []
         complete: list[int] = []
@@ -367,7 +369,10 @@ class PrepareScheduler:
                 chunks.append(outcome.record)
                 if self._chunk_done(job_id, plan.n, outcome, payload, task.from_store):
                     complete.append(job_id)
-        return self._save(chunks, complete)
+        if chunks and self._unsaved_since is None:
+            self._unsaved_since = self._monotonic()
+        self._unsaved += chunks
+        self._complete += complete
 
     def _prepare_alone(self, items: Sequence[tuple[int, int, ChunkPlan, Any]]) -> None:
         """A group task that crashed or hung: each of its chunks goes back to the head of the queue
@@ -378,17 +383,14 @@ class PrepareScheduler:
             self._queue.insert(self._urgent_chunks, (job_id, plan))
         log.warning("a prepare task of %d jobs ended without an answer; each is prepared alone", len(items))
 
-    def _save(self, chunks: list[ChunkRecord], complete: list[int]) -> list[ReadyJob]:
+    def _save(self) -> list[ReadyJob]:
         """Save the prepared chunks when due (see SAVE_JOBS); the jobs they complete are ready then."""
-        if chunks and self._unsaved_since is None:
-            self._unsaved_since = self._monotonic()
-        self._unsaved += chunks
-        self._complete += complete
-        urgent = any(self._jobs[j].job.priority is Priority.URGENT for j in complete)
+        held = (self._jobs[j] for j in self._complete if j in self._jobs)
+        urgent = any(prep.job.priority is Priority.URGENT for prep in held)
         due = self._unsaved_since is not None and (
             urgent
             or len(self._complete) >= self._save_jobs
-            or not (self._in_flight or self._queue)
+            or not self._in_flight
             or self._monotonic() - self._unsaved_since >= self._save_seconds
         )
         if not due:
