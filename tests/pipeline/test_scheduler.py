@@ -417,3 +417,22 @@ def spy_on_saves(state: SqlStateStore) -> list[list[tuple[int, int]]]:
 
     state.record_prepared = spy  # type: ignore[method-assign]
     return saved
+
+
+def test_prepared_chunks_wait_for_more_while_tasks_run_and_are_saved_once_none_does(
+    state: SqlStateStore,
+) -> None:
+    jobs = [pending_job(state, n) for n in range(1, 7)]
+    tasks = FakeTasks()
+    sched = scheduler(state, tasks, 2, save_jobs=32, save_seconds=60.0)
+    sched.claim(jobs)
+    sched.tick(0)
+    saved = spy_on_saves(state)
+    tasks.finish_all(sched)  # the two in flight end together, and more are queued
+    assert sched.tick(0) == [] and saved == []  # held: the next tasks were launched in this tick
+    ready = []
+    while not sched.idle:
+        tasks.finish_all(sched)
+        ready += sched.tick(0)
+    assert sorted(r.job_id for r in ready) == jobs
+    assert len(saved) == 1 and len(saved[0]) == len(jobs)  # once no task was left: all in one
