@@ -35,7 +35,7 @@ def test_two_drivers_on_one_source_send_each_chunk_once(
 def test_the_coordinator_is_detached_and_exits_when_idle(
     ray_session: None, emulator: EmulatorServer, tmp_path: Path
 ) -> None:
-    settings = run_settings(tmp_path, emulator, coordinator_idle_seconds=1.0)
+    settings = run_settings(tmp_path, emulator, coordinator_idle_seconds=5.0)  # a slow machine stalls 1 s
     first = get_coordinator(settings)
     ray.get(first.snapshot.remote())
     del first  # the creating handle gone: a detached actor lives on
