@@ -16,8 +16,9 @@ A group's database work is a few statements for all its jobs (``write_group`` re
 at once; ``settle`` renews their leases, upserts their groups and rows and checks their leases
 before their manifests together), and one pool of upload threads serves every job: a job's
 uploads run on while the next job is built, and are waited for before its rows (``UploadPool``).
-Each document's objects are put only while the lease still holds (one check, then its PDF,
-thumbnail and text put together; the manifests of the group likewise), the database refuses a
+Documents are put in batches, the small ones of many jobs together, and only while their leases
+hold (one check for the batch, then every held job's PDFs, thumbnails and texts put together, each
+job's alone should that fail; the manifests of the group likewise), the database refuses a
 canceled job's rows, and completion is fenced: a write fenced by a cancel stops, and removes what
 it had written; a lost lease or a cancel stops that job alone.
 """
@@ -86,7 +87,7 @@ from raybatch.units import MIB
 from raybatch.work.each_alone import together_else_alone
 from raybatch.work.page_texts import PageTexts, document_text, page_texts
 from raybatch.work.table_sink import TableSink
-from raybatch.work.upload_pool import MOST_AT_ONCE, UploadPool
+from raybatch.work.upload_pool import MOST_AT_ONCE, Upload, UploadPool
 
 TEXT_TYPE = "text/plain; charset=utf-8"
 
@@ -198,7 +199,7 @@ class ResultWriter:
         self._classes_sha: str | None = None  # kept in the database on the first write
         self._spellings: set[tuple[str, tuple[str, ...]]] | None = None  # known groups, read once a call
         self._known: Known | None = None  # what a write_group call's jobs need, read once for it
-        self._uploads = UploadPool()  # every job's, in a few threads
+        self._uploads = UploadPool(self._put_documents)  # every job's, in a few threads
 
     @classmethod
     def of_settings(cls, state: WriterState, store: ObjectStore, settings: Settings) -> ResultWriter:
@@ -278,7 +279,7 @@ class ResultWriter:
     def _uploaded(self, job_id: int, cause: Exception) -> Exception:
         """``cause``, once the job's uploads under way ended (so that a cancel removes them all)."""
         with contextlib.suppress(Exception):  # the job fails for ``cause`` already
-            self._uploads.wait(job_id)
+            self._uploads.drop(job_id)
         return cause
 
     def _uploads_held(self, one: Built, ended: dict[int, tuple[JobStatus, str | None]]) -> bool:
@@ -578,10 +579,10 @@ class ResultWriter:
             for index, doc in enumerate(stitched):
                 texts[index] = document_text(pages, doc.first_page, doc.last_page)
                 pdf = self._slice(source, doc, rotations, pages)
-                made = (pdf, thumbnail(pdf), texts[index])
                 version = (versions or {}).get(index, 1)
-                self._uploads.submit(job.id, at_once, self._put_document, job, index, version, made, lease)
-                pdf_key, thumb_key, text_key = self._document_keys(job.id, index, version)
+                objects = self._document_objects(job, index, version, (pdf, thumbnail(pdf), texts[index]))
+                self._uploads.add(Upload(lease, objects), at_once)
+                pdf_key, thumb_key, text_key = (one.key for one in objects)
                 record = self._record(job, index, doc)
                 records.append(
                     replace(record, pdf_key=pdf_key, thumb_key=thumb_key, text_key=text_key, version=version)
@@ -612,27 +613,46 @@ class ResultWriter:
             for draft in drafts:
                 pdf = self._slice(source, draft, rotations, pages)
                 text = document_text(pages, draft.first_page, draft.last_page)
-                made = (pdf, thumbnail(pdf), text)
-                keys = self._put_document(job, draft.index, draft.version, made, None)
-                written.append(replace(draft, pdf_key=keys[0], thumb_key=keys[1], text_key=keys[2]))
+                objects = self._document_objects(job, draft.index, draft.version, (pdf, thumbnail(pdf), text))
+                self._store.put_many(objects)
+                pdf_key, thumb_key, text_key = (one.key for one in objects)
+                written.append(replace(draft, pdf_key=pdf_key, thumb_key=thumb_key, text_key=text_key))
         return self._group(written)
 
-    def _put_document(
-        self, job: JobRecord, index: int, version: int, made: tuple[bytes, bytes, str], lease: Lease | None
-    ) -> tuple[str, str, str]:
-        """Upload one document version's PDF, thumbnail and text; their keys."""
+    def _document_objects(
+        self, job: JobRecord, index: int, version: int, made: tuple[bytes, bytes, str]
+    ) -> list[PutObject]:
+        """One document version's PDF, thumbnail and text, as objects under its keys."""
         pdf, thumb, text = made
         metadata = {"job-id": str(job.id), "document-index": str(index), "source-name": job.source_name}
         pdf_key, thumb_key, text_key = self._document_keys(job.id, index, version)
-        self._fence(lease)  # once for the document's three objects, put together
-        self._store.put_many(
-            [
-                PutObject(pdf_key, pdf, "application/pdf", metadata),
-                PutObject(thumb_key, thumb, "image/webp", metadata),
-                PutObject(text_key, text.encode("utf-8"), TEXT_TYPE, metadata),
-            ]
-        )
-        return pdf_key, thumb_key, text_key
+        return [
+            PutObject(pdf_key, pdf, "application/pdf", metadata),
+            PutObject(thumb_key, thumb, "image/webp", metadata),
+            PutObject(text_key, text.encode("utf-8"), TEXT_TYPE, metadata),
+        ]
+
+    def _put_documents(self, uploads: Sequence[Upload]) -> dict[int, Exception]:
+        """Put a batch of documents (``UploadPool``), of one job or several: their leases checked
+        in one statement, then every held job's objects together, else each job's alone; what
+        refused each job."""
+        leases = {one.job_id: one.lease for one in uploads}
+        held = self._state.holding(list(leases.values()))
+        refused: dict[int, Exception] = {
+            i: LeaseLost(f"job {i}: lease {lease.token} of {lease.worker_id} is gone")
+            for i, lease in leases.items()
+            if i not in held
+        }
+        objects: dict[int, list[PutObject]] = {}
+        for one in uploads:
+            if one.job_id not in refused:
+                objects.setdefault(one.job_id, []).extend(one.objects)
+
+        def put(some: Mapping[int, list[PutObject]]) -> dict[int, Exception]:
+            self._store.put_many([obj for mine in some.values() for obj in mine])
+            return {}
+
+        return refused | together_else_alone(objects, put)
 
     def _document_keys(self, job_id: int, index: int, version: int) -> tuple[str, str, str]:
         """The keys of a document version's PDF, thumbnail and text."""

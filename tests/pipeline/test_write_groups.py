@@ -201,7 +201,7 @@ class RefusingStore(MemoryObjectStore):
 def test_a_manifest_refused_in_the_groups_put_fails_its_job_alone(
     state: SqlStateStore, tmp_path: Path
 ) -> None:
-    """The group's manifests are put in one ``put_many`` (each document's objects in one too); one
+    """The group's manifests are put in one ``put_many`` (its documents' objects in one too); one
     refused for good fails that job, each manifest then put alone: the others are completed."""
     jobs = [answered_file_job(state, tmp_path, n) for n in range(3)]
     store = RefusingStore(refused=jobs[1])
@@ -217,8 +217,8 @@ def test_a_manifest_refused_in_the_groups_put_fails_its_job_alone(
     manifests = [keys.manifest(job_id) for job_id in jobs]
     assert manifests in store.calls, "the group's manifests are put together first"
     assert [[key] for key in manifests] == [c for c in store.calls if len(c) == 1], "then each alone"
-    assert sum(len(c) == 3 and c[0].endswith(".pdf") for c in store.calls) == 3, (
-        "a document's objects together"
+    assert sum(len(c) == 9 and c[0].endswith(".pdf") for c in store.calls) == 1, (
+        "the group's documents' objects together"
     )
     for job_id in (jobs[0], jobs[2]):
         assert_written_once(state, store, job_id, documents=1)
