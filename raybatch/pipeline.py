@@ -348,11 +348,11 @@ def _wait_any(refs: list[object], timeout: float) -> None:
 
 
 def _claim_window(prepare_cap: Callable[[], int]) -> Callable[[], int]:
-    """Jobs claimed for preparing at once: enough to keep every prepare slot busy (twice the
-    prepare cap, as the budget and the cluster are now), never the whole backlog; at least
-    CLAIM_WINDOW, so that small jobs are claimed CLAIM_WINDOW / 2 at a time (a claim is a few
-    statements whatever its size)."""
-    return lambda: max(CLAIM_WINDOW, 2 * prepare_cap())
+    """Jobs claimed for preparing at once: enough for every prepare slot to take a full group of
+    small jobs (GROUP_CHUNKS times the prepare cap, as the budget and the cluster are now), never
+    the whole backlog; at least CLAIM_WINDOW, so that small jobs are claimed CLAIM_WINDOW / 2 at a
+    time (a claim is a few statements whatever its size)."""
+    return lambda: max(CLAIM_WINDOW, GROUP_CHUNKS * prepare_cap())
 
 
 def _prepare_cap(settings: Settings) -> int | Callable[[], int]:

@@ -33,8 +33,9 @@ GUESS_REQUEST_BYTES = 3_000_000  # until the first chunk is measured: ≈ 8 scan
 SAVE_JOBS = 32
 SAVE_SECONDS = 0.25
 # A run prepares the one-chunk jobs of small local files in groups: one task for up to GROUP_CHUNKS
-# of them (never more than half the cap, so that every CPU keeps a task) and GROUP_SOURCE_BYTES of
-# sources. Big jobs, urgent ones and sources read with the store's keys get a task per chunk.
+# of them and GROUP_SOURCE_BYTES of sources, one task of the cap (a task holds one CPU, whatever it
+# carries; its memory request counts each chunk). Big jobs, urgent ones and sources read with the
+# store's keys get a task per chunk.
 GROUP_CHUNKS = 8
 GROUP_SOURCE_BYTES = 4_000_000
 
@@ -188,7 +189,7 @@ class PrepareScheduler:
 
     @property
     def _chunks_in_flight(self) -> int:
-        """What the cap and the backlog bound count: every chunk of every task in flight."""
+        """What the backlog bound counts: every chunk of every task in flight (the cap counts tasks)."""
         return sum(len(task.items) for task in self._in_flight.values())
 
     def holds(self, job_id: int) -> bool:
@@ -265,7 +266,7 @@ class PrepareScheduler:
 
     def _launch(self, backlog_bytes: int) -> None:
         cap = max(1, self._cap())
-        while self._queue and self._chunks_in_flight < cap:
+        while self._queue and len(self._in_flight) < cap:
             # Urgent chunks are sent at once, synchronously: the batch backlog does not hold them.
             if not self._urgent_chunks and backlog_bytes + self._expected_bytes() >= self._max_backlog:
                 return
@@ -275,7 +276,7 @@ class PrepareScheduler:
             if prep is None or self._from_kept(prep, plan):
                 continue
             if self._groupable(prep):
-                self._launch_group([(prep, plan)], cap, backlog_bytes)
+                self._launch_group([(prep, plan)], backlog_bytes)
             else:
                 self._launch_one(prep, plan)
 
@@ -309,11 +310,10 @@ class PrepareScheduler:
             and job.id not in self._alone
         )
 
-    def _launch_group(self, group: list[tuple[JobInPrep, ChunkPlan]], cap: int, backlog_bytes: int) -> None:
+    def _launch_group(self, group: list[tuple[JobInPrep, ChunkPlan]], backlog_bytes: int) -> None:
         """Add the queued chunks that may join the first one, within the bounds; one task for them."""
-        size = min(self._group_chunks, max(1, cap // 2), cap - self._chunks_in_flight)
         sources = group[0][0].job.size_bytes
-        while len(group) < size and self._queue and not self._urgent_chunks:
+        while len(group) < self._group_chunks and self._queue and not self._urgent_chunks:
             job_id, plan = self._queue[0]
             prep = self._jobs.get(job_id)
             if prep is not None and not self._groupable(prep):

@@ -373,10 +373,10 @@ def test_small_jobs_are_prepared_in_groups_and_a_broken_file_fails_alone(state: 
     jobs = [pending_job(state, n) for n in range(1, 8)]  # one-chunk jobs of small local files
     tasks = FakeTasks()
     tasks.failing[jobs[2], 0] = InvalidSource("not a PDF after all")
-    sched = scheduler(state, tasks, 8, group_chunks=4)  # groups of at most half the cap
+    sched = scheduler(state, tasks, 8, group_chunks=4)
     sched.claim(jobs)
     sched.tick(0)
-    assert tasks.groups == [jobs[:4], jobs[4:]]  # the cap counts every job of a group
+    assert tasks.groups == [jobs[:4], jobs[4:]]
     saved = spy_on_saves(state)
     tasks.finish_all(sched)
     ready = sched.tick(0)
@@ -384,6 +384,22 @@ def test_small_jobs_are_prepared_in_groups_and_a_broken_file_fails_alone(state: 
     assert len(saved) == 1  # what the tasks prepared, recorded in one statement
     failed = state.get_job(jobs[2])
     assert failed.status is JobStatus.FAILED and failed.error_class == "InvalidSource"
+
+
+def test_the_cap_counts_a_group_task_as_one_task_and_the_backlog_every_chunk_of_it(
+    state: SqlStateStore,
+) -> None:
+    jobs = [pending_job(state, n) for n in range(1, 10)]
+    tasks = FakeTasks()
+    sched = scheduler(state, tasks, 2, group_chunks=4)  # two tasks in flight, of up to 4 jobs each
+    sched.claim(jobs)
+    sched.tick(0)
+    assert tasks.groups == [jobs[:4], jobs[4:8]], "two full groups: one CPU each"
+    assert sched._chunks_in_flight == 8
+    tasks.finish_all(sched)
+    sched.tick(0)
+    assert tasks.groups[2:] == [], "the last job alone is not a group"
+    assert len(sched.refs) == 1
 
 
 def test_a_group_task_that_dies_leaves_its_jobs_to_be_prepared_alone(state: SqlStateStore) -> None:
