@@ -25,8 +25,10 @@ from raybatch.objects.port import PutObject
 from raybatch.units import MIB
 
 MOST_AT_ONCE = 4  # the pool's threads: the most batches under way
-BATCH_BYTES = 8 * MIB  # a batch is sent once its documents hold this much ...
-BATCH_DOCUMENTS = 32  # ... or this many documents (a write call carries at most 32 small jobs)
+# A batch is sent once its documents hold BATCH_BYTES (so a scanned document, a megabyte or more,
+# is put alone while the next is built, as before) or BATCH_DOCUMENTS (a write call's small jobs).
+BATCH_BYTES = MIB
+BATCH_DOCUMENTS = 32
 
 
 @dataclass(frozen=True)
