@@ -277,7 +277,8 @@ class ResultWriter:
         return [self._report(jobs[i], began[i], *ended[i], kept.get(i)) for i in ids]
 
     def _uploaded(self, job_id: int, cause: Exception) -> Exception:
-        """``cause``, once the job's uploads under way ended (so that a cancel removes them all)."""
+        """``cause``, once the job's documents not yet sent are dropped and its uploads under way
+        ended (so that a cancel removes them all)."""
         with contextlib.suppress(Exception):  # the job fails for ``cause`` already
             self._uploads.drop(job_id)
         return cause
