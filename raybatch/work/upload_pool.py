@@ -67,17 +67,16 @@ class UploadPool:
         self._batch_bytes, self._batch_documents = batch_bytes, batch_documents
         self._executor: ThreadPoolExecutor | None = None
         self._filling: list[Upload] = []
+        self._filling_bytes = 0
         self._at_once = threads
         self._pending: dict[int, list[Future[Mapping[int, Exception]]]] = {}
 
     def add(self, upload: Upload, at_once: int) -> None:
         """Put ``upload`` with the next batch; at most ``at_once`` batches under way meanwhile."""
         self._filling.append(upload)
+        self._filling_bytes += upload.size
         self._at_once = min(self._at_once, max(1, at_once))
-        if (
-            sum(one.size for one in self._filling) >= self._batch_bytes
-            or len(self._filling) >= self._batch_documents
-        ):
+        if self._filling_bytes >= self._batch_bytes or len(self._filling) >= self._batch_documents:
             self._send()
 
     def wait(self, job_id: int) -> None:
@@ -95,18 +94,19 @@ class UploadPool:
     def drop(self, job_id: int) -> None:
         """A failed job's documents not yet sent are not sent; until its uploads under way ended."""
         self._filling = [one for one in self._filling if one.job_id != job_id]
+        self._filling_bytes = sum(one.size for one in self._filling)
         futures.wait(self._pending.pop(job_id, []))
 
     def settle_all(self) -> None:
         """Until every upload under way ended, what is still filling not sent and failures dropped
         (a call's end: each job that met one was told by ``wait`` already, or is failing for another
         cause)."""
-        self._filling, self._at_once = [], self._threads
+        self._filling, self._filling_bytes, self._at_once = [], 0, self._threads
         pending, self._pending = self._pending, {}
         futures.wait({f for jobs in pending.values() for f in jobs})
 
     def _send(self) -> None:
-        batch, self._filling = self._filling, []
+        batch, self._filling, self._filling_bytes = self._filling, [], 0
         at_once, self._at_once = self._at_once, self._threads
         running = {f for jobs in self._pending.values() for f in jobs if not f.done()}
         while len(running) >= min(at_once, self._threads):

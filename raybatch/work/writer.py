@@ -377,16 +377,13 @@ class ResultWriter:
         broken: dict[int, Exception] = {}
         rows_of = {one.lease.job_id: one.rows for one in built}
 
-        def lost(lease: Lease) -> LeaseLost:
-            return LeaseLost(f"job {lease.job_id}: lease {lease.token} of {lease.worker_id} is gone")
-
         unsettled = [one for one in built if not one.settled]
         try:
             leases = [one.lease for one in unsettled]
             renewed = {lease.job_id for lease in self._state.renew_leases(leases, self._lease_seconds)}
         except Exception as exc:  # the database is away: every job of the call meets it
             return [(one.lease, one.rows) for one in built if one.settled], {x.job_id: exc for x in leases}
-        broken |= {one.lease.job_id: lost(one.lease) for one in unsettled if one.lease.job_id not in renewed}
+        broken |= {one.lease.job_id: _lost(one.lease) for one in unsettled if one.lease.job_id not in renewed}
         upserts = {one.lease.job_id: list(one.rows.documents) for one in unsettled if one.upsert}
         grouped, failed = self._group_all({i: records for i, records in upserts.items() if i not in broken})
         broken |= failed
@@ -404,7 +401,7 @@ class ResultWriter:
             try:
                 self._drop_stale_objects(job_id, rows.documents)
                 if job_id not in held:  # checked before its manifest, as before its objects
-                    raise lost(one.lease)
+                    raise _lost(one.lease)
                 manifest = self._manifest(rows.job, rows.documents, rows.chunks)
                 manifests[job_id] = _json_object(self._keys().manifest(job_id), manifest)
             except Exception as exc:
@@ -472,7 +469,7 @@ class ResultWriter:
             return {lease.job_id: exc for lease, _ in written}
         for lease, _ in written:
             if lease.job_id not in holding:
-                refused[lease.job_id] = LeaseLost(f"job {lease.job_id}: lease {lease.token} is gone")
+                refused[lease.job_id] = _lost(lease)
         held = [(lease, rows) for lease, rows in written if lease.job_id not in refused]
         refused |= self._append(held)
         held = [(lease, rows) for lease, rows in held if lease.job_id not in refused]
@@ -497,7 +494,7 @@ class ResultWriter:
                 if lease.job_id in done:
                     self._metrics.documents_written(len(rows.documents), rows.job.priority)
                 else:
-                    refused[lease.job_id] = LeaseLost(f"job {lease.job_id}: lease {lease.token} is gone")
+                    refused[lease.job_id] = _lost(lease)
         return refused
 
     def _append(self, written: Sequence[tuple[Lease, JobRows]]) -> dict[int, Exception]:
@@ -557,7 +554,7 @@ class ResultWriter:
     def _fence(self, lease: Lease | None) -> None:
         """Refuse to write once the lease is gone (taken over, or the job canceled)."""
         if lease is not None and not self._state.holds(lease):
-            raise LeaseLost(f"job {lease.job_id}: lease {lease.token} of {lease.worker_id} is gone")
+            raise _lost(lease)
 
     def _build_documents(
         self,
@@ -639,11 +636,7 @@ class ResultWriter:
         refused each job."""
         leases = {one.job_id: one.lease for one in uploads}
         held = self._state.holding(list(leases.values()))
-        refused: dict[int, Exception] = {
-            i: LeaseLost(f"job {i}: lease {lease.token} of {lease.worker_id} is gone")
-            for i, lease in leases.items()
-            if i not in held
-        }
+        refused: dict[int, Exception] = {i: _lost(lease) for i, lease in leases.items() if i not in held}
         objects: dict[int, list[PutObject]] = {}
         for one in uploads:
             if one.job_id not in refused:
@@ -763,6 +756,11 @@ class ResultWriter:
 
     def _put_json(self, key: str, data: bytes) -> None:
         self._store.put_many([_json_object(key, data)])
+
+
+def _lost(lease: Lease) -> LeaseLost:
+    """Why a write stops for a lease that no longer holds (taken over, or the job canceled)."""
+    return LeaseLost(f"job {lease.job_id}: lease {lease.token} of {lease.worker_id} is gone")
 
 
 def _json_object(key: str, data: bytes) -> PutObject:
