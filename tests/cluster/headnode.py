@@ -114,8 +114,12 @@ class RayHead:
             cmd.append(f"--system-config={json.dumps(dict(self.system_config), separators=(',', ':'))}")
         return cmd
 
-    def start(self, timeout: float = 90.0) -> RayHead:
-        """Launch the head and wait until it says it started (and the dashboard, if any, answers)."""
+    def start(self, timeout: float | None = None) -> RayHead:
+        """Launch the head and wait until it says it started (and the dashboard, if any, answers).
+        By default a minute longer than Ray itself waits for its raylet (RAY_raylet_start_wait_time_s,
+        raised on CI's loaded 2 cores), so that a slow start is Ray's to report, not cut short here."""
+        if timeout is None:
+            timeout = float(os.environ.get("RAY_raylet_start_wait_time_s", "60")) + 60.0  # noqa: SIM112 (Ray spells it so)
         self._log = (self.temp_dir / "ray-start.log").open("wb")
         self._process = subprocess.Popen(
             self.command(),
