@@ -62,3 +62,28 @@ def test_processes_opening_a_database_at_head_leave_out_alembic_and_pyarrow_data
         "pygments": False,
         "pyarrow.dataset": False,
     }
+
+
+def test_a_writer_builds_and_reads_its_table_file_without_pandas() -> None:
+    """pyarrow would import pandas (0.3 s, 40 MB) on a writer's first table: a writer leaves it out."""
+    code = (
+        "from raybatch.shells.writers import without_pandas\n"
+        "without_pandas()\n"
+        "import datetime as d\n"
+        "from raybatch.models import DocumentRecord, JobRecord, JobStatus, SourceKind\n"
+        "from raybatch.steps.table import JobRows, Provenance, documents_table\n"
+        "from raybatch.steps.table_files import file_metadata, read_documents_table, written_jobs\n"
+        "job = JobRecord(7, '0' * 64, '/in/a.pdf', 'a.pdf', SourceKind.PDF, 10, JobStatus.WRITING)\n"
+        "doc = DocumentRecord(job_id=7, index=0, first_page=1, last_page=1, doc_type='invoice')\n"
+        "made = Provenance(written_at=d.datetime(2026, 12, 3, tzinfo=d.UTC))\n"
+        "rows = [JobRows(job, [doc], made)]\n"
+        "table = read_documents_table(documents_table(rows, metadata=file_metadata(written_jobs(rows))))\n"
+        "assert table.column('job_id').to_pylist() == [7], table"
+    )
+    assert _loaded_after(code, ("pandas", "pyarrow")) == {"pandas": False, "pyarrow": True}
+
+
+def test_a_process_that_imported_pandas_keeps_it() -> None:
+    code = "import pandas\nfrom raybatch.shells.writers import without_pandas\n"
+    code += "without_pandas()\nimport pandas.api"
+    assert _loaded_after(code, ("pandas", "pandas.api")) == {"pandas": True, "pandas.api": True}
