@@ -48,7 +48,7 @@ from raybatch.coordinator.submit import Submitter
 from raybatch.coordinator.sync_calls import SYNC_BATCH, SyncCalls
 from raybatch.errors import TransientError
 from raybatch.metrics import Metrics
-from raybatch.models import JobStatus, ProcessingMode, sync_tag
+from raybatch.models import ProcessingMode, sync_tag
 from raybatch.outage import Outage
 from raybatch.settings import ClaudeSettings, model_prices
 from raybatch.spend import SpendGate
@@ -211,12 +211,11 @@ class BatchCoordinator:
         active = await self._io(self._state.active_batches)
         paused = await self._io(self._state.is_paused)
         # The backlog is what still waits for a batch: offers stay here until answered (a retry
-        # needs their payloads), but once submitted they must not hold preparation back.
-        offered = await self._io(self._state.glance_jobs, list(self._offers.by_job))
-        waiting = {j.id for j in offered if j.status is JobStatus.PREPARED}
+        # needs their payloads), but once submitted they must not hold preparation back. The offers
+        # keep count of those not sent (a submit pass corrects it from the database now and then).
         return CoordinatorSnapshot(
             offered_jobs=len(self._offers.by_job),
-            pending_bytes=self._offers.pending_bytes(waiting),
+            pending_bytes=sum(self._offers.unsent.values()),
             active_batches=len(active),
             sync_in_flight=len(self._sync.tasks),
             paused=paused,

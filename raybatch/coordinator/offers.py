@@ -4,6 +4,7 @@ key). Settling and failing jobs lives here, since both let go of a job's payload
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,11 @@ from raybatch.state.port import StateStore
 
 log = logging.getLogger(__name__)
 _SETTLED = (JobStatus.ANSWERED, JobStatus.FAILED)  # a job settled so lets go of its payloads
+# Between looks at every offer held, a submit pass (a few a second) looks at the offers it may send:
+# the synchronous ones and the oldest of the others not known to be sent, twice what a pass takes.
+# The look at all of them finds, within this many seconds, a job sent back to prepared by a path that
+# did not say so, or made urgent after it was offered.
+LOOK_AT_ALL_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,7 @@ class Offers:
         self._monotonic = monotonic
         self.by_job: dict[int, Offer] = {}
         self.unsent: dict[int, int] = {}  # request bytes of the offers not known to be sent yet
+        self._looked_at_all = -LOOK_AT_ALL_SECONDS
         self.first_at: float | None = None  # when the oldest offer not yet in a batch came
         self.flush = False  # the driver says no more work is coming soon
         self.parked_until = 0.0
@@ -71,13 +78,26 @@ class Offers:
         for job_id in job_ids:
             self.unsent.pop(job_id, None)
 
+    def waiting(self, job_ids: Iterable[int]) -> None:
+        """These offered jobs wait to be sent (again): they count for a batch and its backlog."""
+        for job_id in job_ids:
+            if job_id in self.by_job:
+                self.unsent[job_id] = self.by_job[job_id].request_bytes
+
+    def to_look_at(self, taken: int) -> list[int]:
+        """The offers a submit pass that takes ``taken`` jobs asks the database about: the synchronous
+        ones and the oldest 2 x ``taken`` others not known to be sent; every one held once in
+        LOOK_AT_ALL_SECONDS."""
+        now = self._monotonic()
+        if now - self._looked_at_all >= LOOK_AT_ALL_SECONDS:
+            self._looked_at_all = now
+            return list(self.by_job)
+        sync = {i for i in self.unsent if self.by_job[i].mode == ProcessingMode.SYNC}
+        return [*sync, *heapq.nsmallest(2 * taken, (i for i in self.unsent if i not in sync))]
+
     def batch_due(self, batch_size: int, max_bytes: int) -> bool:
         """Whether what waits may fill a batch now (the submit phase checks with the database)."""
         return self.flush or len(self.unsent) >= batch_size or sum(self.unsent.values()) >= max_bytes
-
-    def pending_bytes(self, waiting: set[int]) -> int:
-        """The request bytes of the offers among ``waiting`` (the jobs still to be sent)."""
-        return sum(o.request_bytes for o in self.by_job.values() if o.job_id in waiting)
 
     @property
     def parked(self) -> bool:
@@ -94,6 +114,7 @@ class Offers:
         """Move each job on by its chunks: answered, failed, back to prepared for a retry, or wait."""
         outcomes = await self._io(self._filer.settle_all, job_ids)  # their chunks read at once
         self.forget([job_id for job_id, outcome in outcomes.items() if outcome in _SETTLED])
+        self.waiting(job_id for job_id, outcome in outcomes.items() if outcome is JobStatus.PREPARED)
 
     async def fail_jobs(self, job_ids: set[int], exc: BaseException) -> None:
         """Fail ``job_ids`` with ``exc``; a rejected key also stops all sending."""

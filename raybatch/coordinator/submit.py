@@ -101,11 +101,11 @@ class Submitter:
         if sync:
             await self._sync.start(sync)
             self._metrics.sync_sent(len(sync))
-        if batch:
-            await self._submit_batches(batch)
+        created = await self._submit_batches(batch) if batch else set()
         if batch or not self._offers.by_job:  # a synchronous send does not restart a batch's wait
             self._offers.first_at = self._monotonic() if self._offers.by_job else None
-        self._offers.sent(o.job_id for o in offers)
+        # Those held by the spend cap, parked or whose create was interrupted wait on, as far as it knows.
+        self._offers.sent({r.job_id for r in sync} | created)
         return {o.job_id for o in offers}
 
     async def _ready_offers(self) -> tuple[list[Offer], set[int]]:
@@ -115,12 +115,13 @@ class Submitter:
         held = self._offers.by_job
         if not held:
             return [], set()
-        glanced = await self._io(self._state.glance_jobs, list(held))
-        waiting = sorted(
-            (j for j in glanced if j.status is JobStatus.PREPARED),
+        glanced = await self._io(self._state.glance_jobs, self._offers.to_look_at(self._claude.batch_size))
+        waiting = sorted(  # those let go of while the database was asked (answered, failed) are not
+            (j for j in glanced if j.status is JobStatus.PREPARED and j.id in held),
             key=lambda j: (j.priority is not Priority.URGENT, j.id),
         )
         self._offers.sent(j.id for j in glanced if j.status is not JobStatus.PREPARED)  # sent before
+        self._offers.waiting(j.id for j in waiting if j.id not in self._offers.unsent)  # sent back
         jobs = waiting[: self._claude.batch_size]
         return [held[j.id] for j in jobs], {j.id for j in jobs if j.mode is ProcessingMode.SYNC}
 
@@ -165,7 +166,8 @@ class Submitter:
                 requests.append(with_answer_budget(request, by_n.get(n), limit))
         return requests
 
-    async def _submit_batches(self, requests: Sequence[PreparedRequest]) -> None:
+    async def _submit_batches(self, requests: Sequence[PreparedRequest]) -> set[int]:
+        """Pack the requests into batches and create them; the jobs whose batch was created."""
         max_bytes = megabytes(self._claude.batch_max_mb)
         too_large = [r for r in requests if ENVELOPE_BYTES + r.encoded_size > max_bytes]
         for request in too_large:
@@ -177,16 +179,20 @@ class Submitter:
         refused = {r.job_id for r in too_large}
         fitting = [r for r in requests if r.job_id not in refused]
         groups = pack(fitting, max_bytes=max_bytes, max_requests=self._claude.batch_max_requests)
+        created: set[int] = set()
         for group in groups:
             try:
                 await self._creator.create(group)
             except SpendLimitReached:
                 self._offers.park("spend limit reached")
-                return
+                break
             except OutagePastBudget as exc:
                 self._offers.park(f"the API is unavailable: {exc}")
-                return
+                break
             except PermanentError as exc:
                 await self._offers.fail_jobs({r.job_id for r in group}, exc)
             except TransientError as exc:
                 log.warning("batch create interrupted, the sweep reconciles it: %s", exc)
+            else:
+                created.update(r.job_id for r in group)
+        return created

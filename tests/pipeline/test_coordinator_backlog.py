@@ -11,8 +11,9 @@ from builders import bundle_texts, claude_settings, offer, prepared_job
 
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.coordinator.coordinator import BatchCoordinator
+from raybatch.coordinator.offers import LOOK_AT_ALL_SECONDS
 from raybatch.models import JobStatus
-from raybatch.settings import ClaudeSettings, StateSettings
+from raybatch.settings import StateSettings
 from raybatch.state import SqlStateStore, open_state
 
 
@@ -21,9 +22,7 @@ async def test_submitted_jobs_leave_the_backlog_while_their_batch_runs(tmp_path:
     state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
     # a batch that takes a minute: the jobs stay submitted, unanswered, for the whole test
     with EmulatorServer(EmulatorConfig(processing_seconds=60)) as emulator:
-        settings = ClaudeSettings.model_validate(
-            {"anthropic_base_url": emulator.base_url, "anthropic_api_key": "test-key", "poll_interval": 0.05}
-        )
+        settings = claude_settings(emulator)
         jobs = [prepared_job(state, bundle_texts(b), name=f"b{b}") for b in (0, 1)]
 
         coord = BatchCoordinator(settings, state, autostart=False)
@@ -63,3 +62,90 @@ async def test_a_batch_that_becomes_due_is_sent_without_waiting_for_the_next_pas
     await coord.stop()
     assert state.get_job(jobs[0].job_id).status in sent
     assert emulator.app.calls["create"] == 1
+
+
+@pytest.mark.anyio
+async def test_a_job_sent_back_for_a_retry_waits_in_the_backlog_again(tmp_path: Path) -> None:
+    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    with EmulatorServer(EmulatorConfig(processing_seconds=0)) as emulator:
+        settings = claude_settings(emulator)
+        job = prepared_job(state, bundle_texts(0), name="flaky")
+        emulator.faults.errored_fraction = 1.0  # every request comes back overloaded: asked again
+        emulator.faults.errored_type = "overloaded_error"
+        coord = BatchCoordinator(settings, state, autostart=False, monotonic=lambda: 0.0)
+        await offer(coord, job)
+        await coord.flush()
+        for _ in range(50):  # sent; the batch ends; its errored answers send the job back to prepared
+            await coord.step()
+            if emulator.app.calls.get("create") and state.get_job(job.job_id).status is JobStatus.PREPARED:
+                break
+            await asyncio.sleep(0.05)
+        again = await coord.snapshot()
+        emulator.faults.errored_fraction = 0.0
+        for _ in range(50):  # and it is sent again, with no look at every offer (the clock stands still)
+            await coord.step()
+            if state.get_job(job.job_id).status is JobStatus.ANSWERED:
+                break
+            await asyncio.sleep(0.05)
+        await coord.stop()
+    assert again.pending_bytes == job.request_bytes > 0  # to be sent again: it holds preparation back
+    assert state.get_job(job.job_id).status is JobStatus.ANSWERED
+    assert emulator.app.calls["create"] == 2
+
+
+class Glances:
+    """A state store's ``glance_jobs``, recording the jobs each call asked about."""
+
+    def __init__(self, state: SqlStateStore) -> None:
+        self.asked: list[list[int]] = []
+        self._glance = state.glance_jobs
+        state.glance_jobs = self  # type: ignore[method-assign]
+
+    def __call__(self, job_ids: list[int], **kwargs: object) -> list[object]:
+        self.asked.append(sorted(job_ids))
+        return self._glance(job_ids, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_submit_passes_look_at_the_offers_in_flight_only_now_and_then(tmp_path: Path) -> None:
+    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    clock = [0.0]
+    with EmulatorServer(EmulatorConfig(processing_seconds=60)) as emulator:  # the batch stays in flight
+        settings = claude_settings(emulator)
+        jobs = [prepared_job(state, bundle_texts(b), name=f"b{b}") for b in (0, 1)]
+        coord = BatchCoordinator(settings, state, autostart=False, monotonic=lambda: clock[0])
+        for job in jobs:
+            await offer(coord, job)
+        await coord.flush()
+        await coord.step()  # both sent in one batch
+        glances = Glances(state)
+        for _ in range(4):  # passes within LOOK_AT_ALL_SECONDS of the first
+            clock[0] += 1.0
+            await coord.step()
+        between = list(glances.asked)
+        clock[0] += LOOK_AT_ALL_SECONDS
+        await coord.step()
+        await coord.stop()
+    ids = sorted(job.job_id for job in jobs)
+    assert {state.get_job(i).status for i in ids} == {JobStatus.SUBMITTED}
+    assert all(i not in asked for asked in between for i in ids)  # known to be sent: not asked about
+    assert ids in glances.asked[len(between) :]  # every offer held, once in LOOK_AT_ALL_SECONDS
+
+
+@pytest.mark.anyio
+async def test_an_offer_ended_by_another_path_stops_holding_preparation_back(tmp_path: Path) -> None:
+    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    clock = [0.0]
+    with EmulatorServer(EmulatorConfig(processing_seconds=60)) as emulator:
+        settings = claude_settings(emulator)
+        job = prepared_job(state, bundle_texts(0), name="elsewhere")
+        coord = BatchCoordinator(settings, state, autostart=False, monotonic=lambda: clock[0])
+        await offer(coord, job)
+        before = (await coord.snapshot()).pending_bytes
+        state.fail_job(job.job_id, "review", "Canceled", "canceled in the console")  # not by the offers
+        await coord.step()  # the first pass looks at every offer
+        after = (await coord.snapshot()).pending_bytes
+        await coord.stop()
+    assert before == job.request_bytes > 0
+    assert after == 0
+    assert emulator.app.calls.get("create", 0) == 0  # not sent a second time
