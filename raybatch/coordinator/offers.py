@@ -18,10 +18,8 @@ from raybatch.state.port import StateStore
 
 log = logging.getLogger(__name__)
 _SETTLED = (JobStatus.ANSWERED, JobStatus.FAILED)  # a job settled so lets go of its payloads
-# Between looks at every offer held, a submit pass (a few a second) looks at the offers it may send:
-# the synchronous ones and the oldest of the others not known to be sent, twice what a pass takes.
-# The look at all of them finds, within this many seconds, a job sent back to prepared by a path that
-# did not say so, or made urgent after it was offered.
+# How often a submit pass looks at every offer held (``Offers.to_look_at``): what another path did to
+# one (sent it back, canceled it, made it urgent) is found within this many seconds.
 LOOK_AT_ALL_SECONDS = 5.0
 
 
