@@ -1,12 +1,12 @@
 """BatchCoordinator: the one stateful async actor between prepared chunks and filed answers.
 
-One loop alternates two phases: *submit* packs the prepared requests of up to BATCH_SIZE
-jobs into batches and creates them; *poll* looks at the batches the DB says are in flight, writes
-progress to its jobs and, once a batch has ended, files its results by custom_id. Urgent jobs skip
-batching and go through synchronous calls. The pause flag skips both phases. Everything that blocks
-(SDK, database) runs on the actor's own thread pool, never on the event loop. The DB is the truth:
-a restarted coordinator reattaches every batch in flight; prepared payloads are the only cache, and
-the driver re-offers them.
+One loop alternates two phases: *submit* packs the prepared requests of the jobs that wait (once
+BATCH_SIZE of them do, or the driver flushes) into batches and creates them; *poll* looks at the
+batches the DB says are in flight, writes progress to its jobs and, once a batch has ended, files
+its results by custom_id. Urgent jobs skip batching and go through synchronous calls. The pause
+flag skips both phases. Everything that blocks (SDK, database) runs on the actor's own thread pool,
+never on the event loop. The DB is the truth: a restarted coordinator reattaches every batch in
+flight; prepared payloads are the only cache, and the driver re-offers them.
 
 Recovery is a sweep, run at start and every SWEEP_INTERVAL, that closes every window a crash or a
 database error can open. Several coordinators may share one database (two local runs each start

@@ -2,9 +2,11 @@
 at once as synchronous calls, the others packed into batches once a batch is due.
 
 A batch is due when BATCH_SIZE jobs or BATCH_MAX_MB wait, the driver flushes, or the oldest offer
-waited POLL_INTERVAL. The spend gate admits what the cap allows; a job whose payloads are gone goes
-back to be prepared again; a request larger than a batch may be fails its job. One submit phase
-runs at a time, so nothing is sent twice.
+waited POLL_INTERVAL. A pass then takes every job that waits, up to BATCH_MAX_REQUESTS of them: a
+backlog goes out in a few full batches rather than many of BATCH_SIZE (each batch costs a create, a
+poll per pass and a results fetch), and a trickle still goes in small ones. The spend gate admits
+what the cap allows; a job whose payloads are gone goes back to be prepared again; a request larger
+than a batch may be fails its job. One submit phase runs at a time, so nothing is sent twice.
 """
 
 from __future__ import annotations
@@ -109,21 +111,28 @@ class Submitter:
         return {o.job_id for o in offers}
 
     async def _ready_offers(self) -> tuple[list[Offer], set[int]]:
-        """Offered jobs the DB holds as prepared, urgent first, then oldest first, at most
-        BATCH_SIZE of them; and those to send synchronously (the DB's mode: a job made urgent
-        after it was offered goes synchronously)."""
+        """Offered jobs the DB holds as prepared, urgent first, then oldest first, as many as a pass
+        takes; and those to send synchronously (the DB's mode: a job made urgent after it was
+        offered goes synchronously)."""
         held = self._offers.by_job
         if not held:
             return [], set()
-        glanced = await self._io(self._state.glance_jobs, self._offers.to_look_at(self._claude.batch_size))
+        take = self._pass_jobs()
+        glanced = await self._io(self._state.glance_jobs, self._offers.to_look_at(take))
         waiting = sorted(  # those let go of while the database was asked (answered, failed) are not
             (j for j in glanced if j.status is JobStatus.PREPARED and j.id in held),
             key=lambda j: (j.priority is not Priority.URGENT, j.id),
         )
         self._offers.sent(j.id for j in glanced if j.status is not JobStatus.PREPARED)  # sent before
         self._offers.waiting(j.id for j in waiting if j.id not in self._offers.unsent)  # sent back
-        jobs = waiting[: self._claude.batch_size]
+        jobs = waiting[:take]
         return [held[j.id] for j in jobs], {j.id for j in jobs if j.mode is ProcessingMode.SYNC}
+
+    def _pass_jobs(self) -> int:
+        """Jobs a pass takes: every one that waits to be sent, at least BATCH_SIZE, at most a
+        batch's BATCH_MAX_REQUESTS (each job is one request or more)."""
+        most = max(self._claude.batch_size, self._claude.batch_max_requests)
+        return min(max(self._claude.batch_size, len(self._offers.unsent)), most)
 
     def _due(self, offers: Sequence[Offer]) -> bool:
         """Submit when a batch is full, BATCH_SIZE jobs wait, the driver flushes, or the wait is long."""
