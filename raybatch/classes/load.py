@@ -45,6 +45,7 @@ def _mapping(loader: _UniqueKeys, node: yaml.MappingNode, deep: bool = False) ->
 _UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
+@functools.cache  # the package's own files: read once a process (a writer wants it for every table)
 def shipped_text(name: str = DEFAULT_NAME) -> str:
     """The text of a classes file the package ships (``default`` or ``logistics``)."""
     return resources.files("raybatch.classes").joinpath(f"{name}.yaml").read_text(encoding="utf-8")
