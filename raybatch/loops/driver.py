@@ -51,6 +51,9 @@ PARKED_SECONDS = 1.0  # how often progress asks the database whether sending is 
 URGENT_POLL_SECONDS = 0.25  # how often urgent pending jobs are looked for in the database
 URGENT_LOOKAHEAD = 100  # urgent jobs of other runs passed over when looking for this run's
 RECONNECT_BACKOFF = Backoff(initial=0.2, factor=2.0, cap=5.0)  # a dead coordinator fetched again
+# Answered jobs waiting, every writer busy, that start another writer at once rather than after
+# WRITER_GROW_SECONDS: a whole write call's worth is a backlog, not a small run's last few jobs.
+GROW_NOW_JOBS = GROUP_JOBS
 
 P = ParamSpec("P")
 
@@ -421,7 +424,8 @@ class Driver:
         now = self._monotonic()
         if not self._candidates or now - self._asked_answered >= ANSWERED_POLL_SECONDS:
             self._asked_answered = now
-            limit = GROUP_JOBS * writers.idle_count + 2 * len(writers.leases) + 8  # a call may take a group
+            # A call may take a group; a group more than the idle writers take shows a backlog.
+            limit = GROUP_JOBS * (writers.idle_count + 1) + 2 * len(writers.leases) + 8
             answered = [JobStatus.ANSWERED]
             self._candidates = self._state.claimable_jobs(answered, JobStatus.WRITING, limit=limit)
         for job_id in writers.admit(self._candidates):
@@ -440,15 +444,17 @@ class Driver:
                 self._more_writers = self._parts.start_writer()
 
     def _grow_writers(self) -> None:
-        """Another writer once answered jobs waited ``writer_grow_seconds`` with every writer busy: a
-        small run keeps one writer's process and memory, a backlog soon has RESULT_WORKERS."""
+        """Another writer once answered jobs waited ``writer_grow_seconds`` with every writer busy,
+        or at once when GROW_NOW_JOBS of them wait: a small run keeps one writer's process and
+        memory, a backlog has RESULT_WORKERS as soon as it is there."""
         short = self._more_writers and self._parts.writers.short_of_writers(self._candidates)
         now = self._monotonic()
         if not short:
             self._short_since = None
         elif self._short_since is None:
             self._short_since = now
-        if self._short_since is not None and now - self._short_since >= self._grow_seconds:
+        waited = self._short_since is not None and now - self._short_since >= self._grow_seconds
+        if short and (waited or len(self._candidates) >= GROW_NOW_JOBS):
             self._short_since = None
             self._more_writers = self._parts.start_writer()
 

@@ -18,7 +18,7 @@ from driver_support import (
 )
 from ray.exceptions import ActorDiedError, RayActorError
 
-from raybatch.loops.driver import Driver
+from raybatch.loops.driver import GROW_NOW_JOBS, Driver
 from raybatch.models import JobStatus, Priority
 from raybatch.state import SqlStateStore
 from raybatch.steps import deal
@@ -343,3 +343,30 @@ def test_another_writer_starts_only_while_answered_jobs_wait_for_one(
     starts = [w.started_at for w in writers]
     assert all(later - earlier >= 2.0 for earlier, later in itertools.pairwise(starts))
     assert sum(what == "start" for w in writers for what, _ in w.log) == 12
+
+
+def test_a_backlog_of_answered_jobs_starts_another_writer_at_once(state: SqlStateStore) -> None:
+    """GROW_NOW_JOBS answered jobs waiting for a busy writer are a backlog: the next writer starts
+    without waiting out WRITER_GROW_SECONDS (which a small run's last few jobs do)."""
+    jobs = [answered_job(state, n) for n in range(2 * GROW_NOW_JOBS + 8)]
+    pauses = Pauses([])
+    clock = pauses.clock
+    parts = driver_parts(state, StandInTasks(), [], lambda: StandInCoordinator(CoordinatorState(state)))
+    writers: list[TimedWriter] = []
+
+    def start() -> bool:  # RESULT_WORKERS=2
+        writers.append(TimedWriter(state, clock, 0.5))
+        parts.writers.grow(writers[-1:])
+        return len(writers) < 2
+
+    def wait(refs: list[Any], timeout: float) -> None:
+        clock.advance(max(0.0, min([timeout] + [w.due() for w in writers])))
+        for writer in writers:
+            writer.end_due()
+
+    parts.start_writer, parts.wait = start, wait
+    ended = Driver(state, jobs, parts, writer_grow_seconds=60.0, **pauses.paced()).run()
+
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * len(jobs)
+    assert len(writers) == 2
+    assert writers[1].started_at - writers[0].started_at < 1.0  # not after 60 s of waiting
