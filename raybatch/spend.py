@@ -168,8 +168,10 @@ class SpendGate:
         costs = {r.custom_id: expected_cost(r, _mode(r, sync_jobs), self._prices) for r in requests}
         admitted: list[PreparedRequest] = []
         parked: str | None = None
-        for job_id in dict.fromkeys(r.job_id for r in requests):
-            job = [r for r in requests if r.job_id == job_id]
+        by_job: dict[int, list[PreparedRequest]] = {}  # in the order the jobs first come
+        for request in requests:
+            by_job.setdefault(request.job_id, []).append(request)
+        for job_id, job in by_job.items():
             need = sum(costs[r.custom_id] for r in job)
             limits = [DAY_CAP, RUN_CAPS + runs[job_id] if job_id in runs else DAY_CAP]
             short = next((key for key in limits if need > room.get(key, float("inf")) + 1e-12), None)
