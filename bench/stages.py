@@ -22,7 +22,7 @@ from pydantic import SecretStr
 import raybatch
 from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.loops.driver import Progress
-from raybatch.loops.scheduler import PrepareScheduler
+from raybatch.loops.scheduler import GROUP_CHUNKS, SAVE_JOBS, SAVE_SECONDS, PrepareScheduler
 from raybatch.models import JobStatus
 from raybatch.pipeline import run
 from raybatch.register import Registrar
@@ -68,6 +68,10 @@ def prepare_only(settings: Settings, paths: Sequence[Path], tick: float = 0.01) 
         max_backlog_bytes=1 << 62,  # nothing drains a backlog here: only the in-flight cap bounds
         lease_seconds=600,
         max_attempts=settings.prepare_max_attempts,
+        # as a run has them: small files' jobs in groups, prepared chunks saved together
+        save_jobs=SAVE_JOBS,
+        save_seconds=SAVE_SECONDS,
+        group_chunks=GROUP_CHUNKS,
     )
     ready: set[int] = set()
     request_bytes = 0
