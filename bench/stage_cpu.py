@@ -6,8 +6,10 @@ Registration and prepare tasks share one pool of task workers (``ray::register â
 job_7 chunk_0``, ``ray::IDLE`` between tasks, which is most of the time a 50 ms sample sees): their
 CPU is counted together as ``tasks``; ``bench/scale.py`` measures the prepare stage's share alone.
 ``ray`` is Ray's own processes (raylet, GCS, agents). Every ``every`` seconds each process's CPU
-since the last look goes to the stage its title names. Only this process's descendants count (the
-local Ray it started).
+since the last look goes to the stage its title names, except that a process seen running an actor
+counts all its CPU to that actor's stage: a worker becomes an actor after it started as ``ray::IDLE``
+(its start, imports and ``__init__`` are the actor's, not the tasks'). Only this process's
+descendants count (the local Ray it started).
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ class StageCpu:
         self._every, self._find_every = every, find_every
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="stage-cpu", daemon=True)
-        self.seconds: Counter[str] = Counter()
         self.titles: Counter[str] = Counter()  # the same CPU by process title (its first 40 characters)
+        self._by_pid: dict[int, Counter[str]] = {}  # each process's CPU by the stage its title named
         self._last: dict[int, float] = {}
         self._procs: list[psutil.Process] = []
         self._found = -1e9
@@ -70,8 +72,21 @@ class StageCpu:
             before = self._last.get(proc.pid)
             self._last[proc.pid] = total
             if count:  # a process first seen now: its CPU so far goes to what it runs now
-                self.seconds[stage_of(title)] += total - (before or 0.0)
+                self._by_pid.setdefault(proc.pid, Counter())[stage_of(title)] += total - (before or 0.0)
                 self.titles[title[:40]] += total - (before or 0.0)
+
+    @property
+    def seconds(self) -> Counter[str]:
+        """CPU seconds by stage; all of an actor's process goes to its actor's stage."""
+        actors = {stage for _, stage in ACTORS if stage != "ray"}
+        out: Counter[str] = Counter()
+        for spent in self._by_pid.values():
+            actor = next((stage for stage in spent if stage in actors), None)
+            if actor is None:
+                out.update(spent)
+            else:
+                out[actor] += sum(spent.values())
+        return out
 
     def ms_per_job(self, jobs: int) -> dict[str, float]:
         """Each stage's CPU milliseconds per job."""
