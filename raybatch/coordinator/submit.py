@@ -2,11 +2,12 @@
 at once as synchronous calls, the others packed into batches once a batch is due.
 
 A batch is due when BATCH_SIZE jobs or BATCH_MAX_MB wait, the driver flushes, or the oldest offer
-waited POLL_INTERVAL. A pass then takes every job that waits, up to BATCH_MAX_REQUESTS of them: a
-backlog goes out in a few full batches rather than many of BATCH_SIZE (each batch costs a create, a
-poll per pass and a results fetch), and a trickle still goes in small ones. The spend gate admits
-what the cap allows; a job whose payloads are gone goes back to be prepared again; a request larger
-than a batch may be fails its job. One submit phase runs at a time, so nothing is sent twice.
+waited POLL_INTERVAL. A pass then takes every job that waits, up to BATCH_MAX_REQUESTS of them and
+the one that fills BATCH_MAX_MB (what it resolves stays about a batch): a backlog goes out in full
+batches rather than many of BATCH_SIZE (each batch costs a create, a poll per pass and a results
+fetch), and a trickle still goes in small ones. The spend gate admits what the cap allows; a job
+whose payloads are gone goes back to be prepared again; a request larger than a batch may be fails
+its job. One submit phase runs at a time, so nothing is sent twice.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from raybatch.metrics import Metrics
 from raybatch.models import ChunkStatus, JobStatus, Priority, ProcessingMode
 from raybatch.settings import ClaudeSettings
 from raybatch.spend import SpendGate
-from raybatch.state.port import StateStore
+from raybatch.state.port import JobGlance, StateStore
 from raybatch.steps.pack import ENVELOPE_BYTES, megabytes, pack
 from raybatch.units import MB
 
@@ -125,12 +126,19 @@ class Submitter:
         )
         self._offers.sent(j.id for j in glanced if j.status is not JobStatus.PREPARED)  # sent before
         self._offers.waiting(j.id for j in waiting if j.id not in self._offers.unsent)  # sent back
-        jobs = waiting[:take]
+        jobs: list[JobGlance] = []
+        size, most_bytes = 0, megabytes(self._claude.batch_max_mb)
+        for job in waiting:  # up to the job that fills a batch's bytes: a pass sends at most one more
+            if len(jobs) >= take or size >= most_bytes:
+                break
+            jobs.append(job)
+            size += held[job.id].request_bytes
         return [held[j.id] for j in jobs], {j.id for j in jobs if j.mode is ProcessingMode.SYNC}
 
     def _pass_jobs(self) -> int:
         """Jobs a pass takes: every one that waits to be sent, at least BATCH_SIZE, at most a
-        batch's BATCH_MAX_REQUESTS (each job is one request or more)."""
+        batch's BATCH_MAX_REQUESTS (each job is one request or more) and, in ``_ready_offers``, up
+        to the one that fills BATCH_MAX_MB."""
         most = max(self._claude.batch_size, self._claude.batch_max_requests)
         return min(max(self._claude.batch_size, len(self._offers.unsent)), most)
 

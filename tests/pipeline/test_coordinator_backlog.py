@@ -152,22 +152,26 @@ async def test_an_offer_ended_by_another_path_stops_holding_preparation_back(tmp
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("max_requests", "sent_in_one_pass"), [(10_000, 5), (3, 3)])
-async def test_a_pass_sends_every_job_that_waits_up_to_a_batch_of_requests(
-    tmp_path: Path, max_requests: int, sent_in_one_pass: int
+@pytest.mark.parametrize(
+    ("max_requests", "declared_bytes", "sent_in_one_pass"),
+    [(10_000, None, 5), (3, None, 3), (10_000, 600_000, 2)],  # all; BATCH_MAX_REQUESTS; BATCH_MAX_MB
+)
+async def test_a_pass_sends_every_job_that_waits_up_to_a_batch(
+    tmp_path: Path, max_requests: int, declared_bytes: int | None, sent_in_one_pass: int
 ) -> None:
     """BATCH_SIZE makes a batch due; the pass then takes the whole backlog (not BATCH_SIZE of it), at
-    most BATCH_MAX_REQUESTS jobs."""
+    most BATCH_MAX_REQUESTS jobs and up to the job that fills BATCH_MAX_MB."""
     state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
     with EmulatorServer(EmulatorConfig(processing_seconds=60)) as emulator:
-        settings = claude_settings(emulator, batch_size=2, batch_max_requests=max_requests)
+        settings = claude_settings(emulator, batch_size=2, batch_max_requests=max_requests, batch_max_mb=1)
         jobs = [prepared_job(state, bundle_texts(b % 2), name=f"b{b}") for b in range(5)]
+        sizes = [declared_bytes or job.request_bytes for job in jobs]
         coord = BatchCoordinator(settings, state, autostart=False, monotonic=lambda: 0.0)
-        for job in jobs:
-            await offer(coord, job)
+        for job, size in zip(jobs, sizes, strict=True):
+            await coord.offer(job.job_id, job.chunks, "batch", size)
         await coord.step()  # due: BATCH_SIZE jobs wait; no flush, no time passed
         after = await coord.snapshot()
         await coord.stop()
     statuses = [state.get_job(job.job_id).status for job in jobs]
     assert statuses.count(JobStatus.SUBMITTED) == sent_in_one_pass, statuses
-    assert after.pending_bytes == sum(job.request_bytes for job in jobs[sent_in_one_pass:])
+    assert after.pending_bytes == sum(sizes[sent_in_one_pass:])
