@@ -424,8 +424,10 @@ class Driver:
         now = self._monotonic()
         if not self._candidates or now - self._asked_answered >= ANSWERED_POLL_SECONDS:
             self._asked_answered = now
-            # A call may take a group; a group more than the idle writers take shows a backlog.
-            limit = GROUP_JOBS * (writers.idle_count + 1) + 2 * len(writers.leases) + 8
+            # A call may take a group; while more writers may start, a group more than the idle
+            # writers take shows whether a backlog waits (GROW_NOW_JOBS).
+            calls = writers.idle_count + (1 if self._more_writers else 0)
+            limit = GROUP_JOBS * calls + 2 * len(writers.leases) + 8
             answered = [JobStatus.ANSWERED]
             self._candidates = self._state.claimable_jobs(answered, JobStatus.WRITING, limit=limit)
         for job_id in writers.admit(self._candidates):
