@@ -75,7 +75,10 @@ def test_help_says_the_setting_its_meaning_and_default(capsys: pytest.CaptureFix
         main(["run", "--help"])
 
     text = " ".join(capsys.readouterr().out.split())
-    assert "--batch-size BATCH_SIZE jobs taken per submit pass (RAYBATCH_BATCH_SIZE, default 30)" in text
+    assert (
+        "--batch-size BATCH_SIZE jobs waiting that make a batch due; a pass sends all that wait"
+        " (RAYBATCH_BATCH_SIZE, default 30)"
+    ) in text
     assert (
         "--modality {images,adaptive,text} what a page is sent as (RAYBATCH_PAGE_MODALITY, default adaptive)"
         in text

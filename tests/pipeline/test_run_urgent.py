@@ -59,7 +59,10 @@ def test_an_urgent_bundle_jumps_a_running_backlog(
     ray_session: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RAYBATCH_EMULATOR", "1")
-    monkeypatch.setattr("raybatch.pipeline.CLAIM_WINDOW", 4)  # most of the backlog stays pending a while
+    # Most of the backlog stays pending a while: claimed 4 jobs at a time (a window of CLAIM_WINDOW, or
+    # GROUP_CHUNKS x the prepare cap of 2).
+    monkeypatch.setattr("raybatch.pipeline.CLAIM_WINDOW", 4)
+    monkeypatch.setattr("raybatch.pipeline.GROUP_CHUNKS", 2)
     with EmulatorServer(EmulatorConfig(processing_seconds=4.0)) as emulator:
         settings = run_settings(
             tmp_path / "home", emulator, ocr_engine="none", prepare_in_flight=2, result_workers=2
