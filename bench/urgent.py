@@ -1,8 +1,12 @@
 """Urgent work during a backlog (a script, not a test): one bundle's time to documents, handed over
 with ``submit(paths, urgent=True)`` while a batch-mode backlog runs, against the same bundle alone.
 
-    python bench/urgent.py --quick       # 30 one-page files in the backlog: about a minute
-    python bench/urgent.py               # 120
+    python bench/urgent.py --quick       # 100 one-page files in the backlog: about a minute
+    python bench/urgent.py               # 300
+
+The backlog runs with two prepare tasks in flight (``RAYBATCH_PREPARE_IN_FLIGHT=2``, both cores
+busy), so that it claims 64 jobs at a time for preparing (32 a task in flight, at least 64) and
+some of it is still pending when the bundle comes.
 
 Both runs answer through the emulator, whose batches end after ``--batch-seconds`` (a Message
 Batch takes minutes in production; the synchronous path does not wait for it). Time to documents
@@ -43,8 +47,8 @@ GOAL_RATIO = 2.0
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="30 backlog files (unless --backlog is given)")
-    parser.add_argument("--backlog", type=int, default=None, help="one-page files in the backlog (120)")
+    parser.add_argument("--quick", action="store_true", help="100 backlog files (unless --backlog is given)")
+    parser.add_argument("--backlog", type=int, default=None, help="one-page files in the backlog (300)")
     parser.add_argument("--bundle-pages", type=int, default=12, help="pages of the urgent bundle")
     parser.add_argument("--batch-seconds", type=float, default=5.0, help="how long an emulated batch takes")
     return parser.parse_args(argv)
@@ -145,6 +149,7 @@ def start_backlog(settings: Settings, folder: Path, log: Path) -> subprocess.Pop
         "DATABASE_URL": settings.database_url.get_secret_value(),
         "STORE": settings.store,
         "OCR_ENGINE": "none",
+        "RAYBATCH_PREPARE_IN_FLIGHT": "2",  # a claim window of 64: the rest of the backlog waits pending
         "POLL_INTERVAL": str(settings.poll_interval),
         "ANTHROPIC_BASE_URL": settings.anthropic_base_url or "",
         "ANTHROPIC_API_KEY": "bench",
@@ -233,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     from raybatch.shells.runtime import connect
 
     args = parse(argv)
-    files = args.backlog or (30 if args.quick else 120)
+    files = args.backlog or (100 if args.quick else 300)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     ray_environment()
     os.environ["RAYBATCH_EMULATOR"] = "1"  # the emulator below answers; its answers are marked
