@@ -71,6 +71,7 @@ class Submitter:
         self._metrics = metrics
         self._monotonic = monotonic
         self._submitting = asyncio.Lock()  # one submit phase at a time: nothing is sent twice
+        self._capped = False  # the last pass's jobs were all held by the spend cap
 
     async def submit_phase(self, *, sync_only: bool = False) -> bool:
         """Send what is due, then settle the jobs sent; True when something was done."""
@@ -85,7 +86,7 @@ class Submitter:
         """Send what is due; the jobs to settle now (None: nothing was done)."""
         if self._offers.parked:
             return None
-        offers, sync_ids = await self._ready_offers()
+        offers, sync_ids = await self._ready_offers(sync_only)
         if offers and self._offers.stopped is not None:
             await self._offers.fail_jobs(
                 {o.job_id for o in offers}, AuthenticationFailed(self._offers.stopped)
@@ -97,7 +98,8 @@ class Submitter:
             return None
         requests = await self._requests_for(offers)
         requests, held = await self._io(self._spend.admit, requests, sync_ids)
-        if held and not requests:
+        self._capped = bool(held) and not requests
+        if self._capped:
             return None  # parked by the spend cap until it is raised
         sync = [r for r in requests if r.job_id in sync_ids]
         batch = [r for r in requests if r.job_id not in sync_ids]
@@ -111,15 +113,16 @@ class Submitter:
         self._offers.sent({r.job_id for r in sync} | created)
         return {o.job_id for o in offers}
 
-    async def _ready_offers(self) -> tuple[list[Offer], set[int]]:
+    async def _ready_offers(self, sync_only: bool) -> tuple[list[Offer], set[int]]:
         """Offered jobs the DB holds as prepared, urgent first, then oldest first, as many as a pass
         takes; and those to send synchronously (the DB's mode: a job made urgent after it was
-        offered goes synchronously)."""
+        offered goes synchronously). A synchronous pass asks about the synchronous offers only."""
         held = self._offers.by_job
         if not held:
             return [], set()
         take = self._pass_jobs()
-        glanced = await self._io(self._state.glance_jobs, self._offers.to_look_at(take))
+        looked_at = self._offers.to_look_at(0 if sync_only else take)
+        glanced = await self._io(self._state.glance_jobs, looked_at)
         waiting = sorted(  # those let go of while the database was asked (answered, failed) are not
             (j for j in glanced if j.status is JobStatus.PREPARED and j.id in held),
             key=lambda j: (j.priority is not Priority.URGENT, j.id),
@@ -138,7 +141,10 @@ class Submitter:
     def _pass_jobs(self) -> int:
         """Jobs a pass takes: every one that waits to be sent, at least BATCH_SIZE, at most a
         batch's BATCH_MAX_REQUESTS (each job is one request or more) and, in ``_ready_offers``, up
-        to the one that fills BATCH_MAX_MB."""
+        to the one that fills BATCH_MAX_MB. While the spend cap held all of the last pass, BATCH_SIZE:
+        a pass that tries whether the cap was raised resolves no whole backlog."""
+        if self._capped:
+            return self._claude.batch_size
         most = max(self._claude.batch_size, self._claude.batch_max_requests)
         return min(max(self._claude.batch_size, len(self._offers.unsent)), most)
 

@@ -175,3 +175,25 @@ async def test_a_pass_sends_every_job_that_waits_up_to_a_batch(
     statuses = [state.get_job(job.job_id).status for job in jobs]
     assert statuses.count(JobStatus.SUBMITTED) == sent_in_one_pass, statuses
     assert after.pending_bytes == sum(sizes[sent_in_one_pass:])
+
+
+@pytest.mark.anyio
+async def test_a_synchronous_pass_asks_about_the_synchronous_offers_only(tmp_path: Path) -> None:
+    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    clock = [0.0]
+    with EmulatorServer(EmulatorConfig(processing_seconds=60)) as emulator:
+        settings = claude_settings(emulator)  # BATCH_SIZE 30: five batch jobs are not due
+        waiting = [prepared_job(state, bundle_texts(b % 2), name=f"w{b}") for b in range(5)]
+        urgent = prepared_job(state, bundle_texts(0), name="urgent", mode="sync")
+        coord = BatchCoordinator(settings, state, autostart=False, monotonic=lambda: clock[0])
+        for job in waiting:
+            await offer(coord, job)
+        await coord.step()  # the first pass looks at every offer; nothing is due
+        clock[0] += 1.0
+        await offer(coord, urgent, mode="sync")
+        glances = Glances(state)
+        await coord._submitter.submit_phase(sync_only=True)
+        await coord.stop()
+    assert glances.asked == [[urgent.job_id]]
+    assert state.get_job(urgent.job_id).status in {JobStatus.SUBMITTED, JobStatus.ANSWERED}
+    assert {state.get_job(job.job_id).status for job in waiting} == {JobStatus.PREPARED}

@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import replace
 
 import pytest
-from builders import PreparedJob, bundle_texts, offer, prepared_job
+from builders import PreparedJob, bundle_texts, claude_settings, offer, prepared_job
 from test_coordinator import coordinator
 
 from raybatch.claude.emulator import EmulatorServer
@@ -18,6 +18,7 @@ from raybatch.settings import DEFAULT_MODEL
 from raybatch.spend import committed, expected_cost, parked_reason, raise_caps, read_caps, start_run
 from raybatch.state import SqlStateStore
 from raybatch.state.port import NewJob
+from raybatch.work.prepared_chunk import PreparedChunk
 
 PRICES = prices_for(DEFAULT_MODEL)
 RUN = "run-1"
@@ -92,3 +93,35 @@ async def test_spend_never_passes_the_cap_by_more_than_one_batch_estimate(
     run_started = read_caps(state).run_started
     assert run_started is not None
     assert committed(state, run_started, PRICES) <= cap + max(_expected(j) for j in jobs)
+
+
+@pytest.mark.anyio
+async def test_while_the_cap_holds_everything_a_pass_resolves_batch_size_jobs_not_the_backlog(
+    emulator: EmulatorServer, state: SqlStateStore
+) -> None:
+    """A pass takes every job that waits; once the cap held all of them, the next passes try
+    BATCH_SIZE of them (the cap may have been raised) rather than resolving the whole backlog each
+    time; a raised cap sends them all again."""
+    jobs = [governed(state, prepared_job(state, bundle_texts(b % 3), name=f"b{b}")) for b in range(6)]
+    start_run(state, RUN, _expected(jobs[0]) / 10, None)  # room for no job at all
+    resolved: list[set[int]] = []
+
+    async def resolve(payload: PreparedChunk) -> PreparedChunk:
+        resolved[-1].add(payload.request.job_id)
+        return payload
+
+    claude = claude_settings(emulator, batch_size=2)
+    coord = BatchCoordinator(claude, state, autostart=False, resolve=resolve)
+    for job in jobs:
+        await offer(coord, job)
+    for _ in range(3):
+        resolved.append(set())
+        await coord.step()
+    raise_caps(state, 1000.0, None)
+    for _ in range(3):
+        resolved.append(set())
+        await coord.step()
+    await coord.stop()
+    assert [len(jobs_of_pass) for jobs_of_pass in resolved[:3]] == [6, 2, 2]
+    assert len(resolved[3]) == 2 and len(resolved[4]) == 4  # the try goes; then the rest at once
+    assert {state.get_job(j.job_id).status for j in jobs} <= {JobStatus.SUBMITTED, JobStatus.ANSWERED}
