@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import replace
 from pathlib import Path
 
 import pymupdf
 import pytest
+from PIL import Image, ImageChops
 from writing import answered_job as answered
 from writing import claim_answered
 
@@ -20,6 +22,7 @@ from raybatch.samples import write_samples
 from raybatch.settings import ClaudeSettings, OutputSettings, PrepareSettings, StateSettings, StoreSettings
 from raybatch.state import SqlStateStore, open_state
 from raybatch.steps.table_files import read_documents_table
+from raybatch.steps.thumbnail import thumbnail
 from raybatch.work.writer import ResultWriter, WriteReport, documents_at_once, page_rotations
 
 MB = 1024 * 1024
@@ -61,6 +64,16 @@ def write_once(
     return writer.write(claim_answered(state, job_id))
 
 
+def same_picture(webp: bytes, other: bytes) -> bool:
+    """Two thumbnails of one page: the same size, and their pixels about the same."""
+    one, two = (Image.open(io.BytesIO(data)).convert("L") for data in (webp, other))
+    if one.size != two.size:
+        return False
+    histogram = ImageChops.difference(one, two).histogram()  # how many pixels differ by 0..255
+    mean = sum(level * count for level, count in enumerate(histogram)) / sum(histogram)
+    return mean < 4  # of 255: the codec's loss, not another drawing
+
+
 def test_a_job_becomes_documents_rows_groups_manifest_and_table(tmp_path: Path, corpus) -> None:  # type: ignore[no-untyped-def]
     folder, truth = corpus
     state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
@@ -79,6 +92,7 @@ def test_a_job_becomes_documents_rows_groups_manifest_and_table(tmp_path: Path, 
             pages = range(expected["first_page"], expected["last_page"] + 1)
             assert turns == [bundle["page_info"][p - 1]["rotation"] for p in pages]
             assert store.head(row.pdf_key).metadata["source-name"] == bundle["file"]
+            assert same_picture(store.get(row.thumb_key), thumbnail(store.get(row.pdf_key)))
         manifest = json.loads(store.get(OutputKeys(state.database_id()).manifest(job_id)))
         assert [d["index"] for d in manifest["documents"]] == [d.index for d in rows]
         assert manifest["estimated_cost_usd"] > 0
