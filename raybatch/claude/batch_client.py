@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any, Self
 
 import anthropic
+from anthropic.types.messages import MessageBatch
 
 from raybatch.claude.records import BatchState, PreparedRequest, RequestResult
 from raybatch.claude.sdk_errors import sdk_errors
@@ -32,11 +33,13 @@ from raybatch.errors import (
 from raybatch.models import BatchStatus, ResultType, Usage
 from raybatch.retry import Backoff, retrying
 from raybatch.settings import ClaudeSettings
+from raybatch.steps.build_requests import batch_entry
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 EMULATOR_API_KEY = "raybatch-emulator"  # sent when a base_url is set without a key (the emulator)
+BATCHES_PATH = "/v1/messages/batches"  # the SDK's ``messages.batches.create``, posted as bytes
 CREATE_BACKOFF = Backoff(initial=2.0, factor=2.0, cap=60.0, jitter=0.1)
 CLOCK_SKEW = timedelta(minutes=5)  # the API's clock against ours, when matching a lost create
 _API_STATUSES = {
@@ -59,6 +62,14 @@ def make_sdk_client(
         max_retries=max_retries,
         timeout=timeout,
     )
+
+
+def batch_body(requests: Sequence[PreparedRequest]) -> bytes:
+    """A batch create body, each request encoded as ``encoded_size`` counts it (compact, UTF-8).
+    ``messages.batches.create`` would first walk and copy every request, then encode it: a third of
+    the coordinator's CPU on small jobs."""
+    entries = ",".join(batch_entry(r.custom_id, r.params) for r in requests)
+    return f'{{"requests":[{entries}]}}'.encode()
 
 
 class SdkClientHolder:
@@ -106,9 +117,9 @@ class AnthropicBatchClient(SdkClientHolder):
         """Create one batch; one HTTP call, never retried here (see ``create_reconciled``)."""
         if not requests:
             raise InvalidRequest("a batch needs at least one request")
-        body: Any = [{"custom_id": r.custom_id, "params": dict(r.params)} for r in requests]
+        client = self._client.with_options(max_retries=0)
         with sdk_errors("create batch"):
-            batch = self._client.with_options(max_retries=0).messages.batches.create(requests=body)
+            batch = client.post(BATCHES_PATH, content=batch_body(requests), cast_to=MessageBatch)
         return to_batch_state(batch)
 
     def create_reconciled(

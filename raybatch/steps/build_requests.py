@@ -2,9 +2,8 @@
 
 A page goes as a ``Page N:`` text block (see ``raybatch.claude.pagetext``) and, unless the modality
 sends it as text only, its image. The size is what the request adds to a Message Batches create body
-as the anthropic SDK writes it: ``json.dumps(..., ensure_ascii=False, separators=(",", ":"),
-allow_nan=False)`` in UTF-8 (``anthropic._utils._json.openapi_dumps``), so the packer can count bytes
-without encoding a batch twice.
+as it is sent (``batch_entry``, the encoding the anthropic SDK's ``openapi_dumps`` uses: compact,
+UTF-8), so the packer can count bytes without encoding a batch twice.
 """
 
 from __future__ import annotations
@@ -114,8 +113,13 @@ def build_request(
 
 def encoded_size(request_custom_id: str, params: Mapping[str, Any]) -> int:
     """Bytes that ``{"custom_id": ..., "params": ...}`` takes in a batch create body."""
-    entry = {"custom_id": request_custom_id, "params": params}
-    return len(json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode())
+    return len(batch_entry(request_custom_id, params).encode())
+
+
+def batch_entry(request_custom_id: str, params: Mapping[str, Any]) -> str:
+    """One request of a batch create body, as it is sent."""
+    entry = {"custom_id": request_custom_id, "params": dict(params)}
+    return json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def sends_image(text: PageText, modality: Modality, min_confidence: float) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -12,13 +13,14 @@ import httpx2
 import pytest
 from PIL import Image
 
+from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.claude.pagetext import pages_from_params
 from raybatch.claude.prompt import SYSTEM_PROMPT
 from raybatch.claude.schema import answer_schema
 from raybatch.errors import InvalidRequest
 from raybatch.ids import processing_key
 from raybatch.models import PageText, RenderedPage, TextSource, ocr_origin
-from raybatch.settings import Modality
+from raybatch.settings import ClaudeSettings, Modality
 from raybatch.steps.build_requests import MIN_TEXT_ONLY_CHARS, RequestConfig, build_request, sends_image
 from raybatch.steps.pack import ENVELOPE_BYTES, batch_body_size
 
@@ -121,10 +123,17 @@ def test_eight_webp_pages_at_the_size_limit_are_fine() -> None:
 
 def _capture_batch_body(requests: list[dict[str, Any]]) -> bytes:
     """The body the real SDK sends for batches.create, captured by a mock transport."""
-    bodies: list[bytes] = []
+    [sent] = _capture(lambda client: client.messages.batches.create(requests=requests))  # type: ignore[arg-type]
+    return sent.read()
+
+
+def _capture(call: Callable[[anthropic.Anthropic], object]) -> list[httpx2.Request]:
+    """The requests the real SDK sends for ``call``, captured by a mock transport."""
+    sent: list[httpx2.Request] = []
 
     def handler(request: httpx2.Request) -> httpx2.Response:
-        bodies.append(request.read())
+        request.read()
+        sent.append(request)
         return httpx2.Response(200, json={
             "id": "msgbatch_1", "type": "message_batch", "processing_status": "in_progress",
             "request_counts": {"processing": 1, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0},
@@ -134,9 +143,24 @@ def _capture_batch_body(requests: list[dict[str, Any]]) -> bytes:
 
     http = httpx2.Client(transport=httpx2.MockTransport(handler))
     with anthropic.Anthropic(api_key="test", base_url="http://claude.test", http_client=http) as client:
-        client.messages.batches.create(requests=requests)  # type: ignore[arg-type]
-    assert len(bodies) == 1
-    return bodies[0]
+        call(client)
+    return sent
+
+
+def test_the_batch_client_sends_the_body_and_headers_the_sdk_would() -> None:
+    prepared = [
+        build([page(1), page(2, text="")], n=0),
+        build([page(3, text="«ёлка» \u2028")], Modality.TEXT, n=1),
+    ]
+    entries = [{"custom_id": r.custom_id, "params": dict(r.params)} for r in prepared]
+    [sdk] = _capture(lambda client: client.messages.batches.create(requests=entries))  # type: ignore[arg-type]
+    [ours] = _capture(
+        lambda client: AnthropicBatchClient(ClaudeSettings(), client=client, max_retries=0).create(prepared)
+    )
+    assert ours.content == sdk.content
+    assert (ours.method, ours.url) == (sdk.method, sdk.url)
+    same = ("content-type", "content-length", "anthropic-version", "x-api-key", "accept")
+    assert {h: ours.headers.get(h) for h in same} == {h: sdk.headers.get(h) for h in same}
 
 
 def test_encoded_size_is_what_the_sdk_sends() -> None:
