@@ -123,10 +123,12 @@ def current_rows(
     table: pa.Table, key: str, current: Mapping[int, tuple[datetime, str]], gone: Collection[int]
 ) -> pa.Table:
     """The rows of file ``key`` that are current, held first by it, and of jobs still there."""
-    wanted = {job_id: _micros(at) for job_id, (at, holder) in current.items() if holder == key}
+    job_ids = table.column("job_id").to_pylist()
+    held = {job_id: current.get(job_id, (None, None)) for job_id in set(job_ids)}  # this file's jobs only
+    wanted = {job_id: _micros(at) for job_id, (at, holder) in held.items() if at and holder == key}
     keep = [
         job_id not in gone and wanted.get(job_id) == at
-        for job_id, at in zip(table.column("job_id").to_pylist(), _written(table), strict=True)
+        for job_id, at in zip(job_ids, _written(table), strict=True)
     ]
     return table.filter(pa.array(keep, pa.bool_()))
 
