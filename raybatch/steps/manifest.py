@@ -41,7 +41,7 @@ def build_manifest(
     classes: ClassesFile | None = None,
     usage: Mapping[ProcessingMode, Usage] | None = None,
 ) -> bytes:
-    """``manifest.json`` of a job: UTF-8 JSON with sorted keys, documents in index order.
+    """``manifest.json`` of a job: UTF-8 JSON on one line with sorted keys, documents in index order.
 
     The cost comes from the job's tokens (``usage``, by the mode each request was sent with; the
     writer gives the state's, which counts the answers a redo replaced; default: the chunks') at
@@ -75,7 +75,9 @@ def build_manifest(
             "reused": reused,
         },
     }
-    text = json.dumps(manifest, sort_keys=True, ensure_ascii=False, indent=2, allow_nan=False, default=str)
+    # One line: an indent would take Python's own JSON encoder, four times as slow as its C one (about
+    # 0.2 ms of a small job's write). ``jq . manifest.json`` shows it indented.
+    text = json.dumps(manifest, sort_keys=True, ensure_ascii=False, allow_nan=False, default=str)
     return (text + "\n").encode("utf-8")
 
 

@@ -194,6 +194,7 @@ def test_bytes_are_stable_and_keys_sorted() -> None:
     assert again == first
     text = first.decode("utf-8")
     assert "Счёт" in text  # UTF-8, not escapes
+    assert text.count("\n") == 1 and text.endswith("}\n")  # one line: C's encoder, not Python's indent
     parsed = json.loads(text)
     assert list(parsed) == sorted(parsed)
     digest = classes_digest(default_classes())
