@@ -87,7 +87,7 @@ class BatchCoordinator:
         *,
         batches: AnthropicBatchClient | None = None,
         messages: AnthropicMessageClient | None = None,
-        resolve: Callable[[Any], Awaitable[Any]] | None = None,
+        resolve: Callable[[list[Any]], Awaitable[list[Any]]] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         metrics: Metrics | None = None,
@@ -153,7 +153,7 @@ class BatchCoordinator:
             state,
             self._offers,
             io=self._io,
-            resolve=resolve or _identity,
+            resolve=resolve or _identities,
             spend=SpendGate(state, model_prices(claude)),
             creator=creator,
             sync=self._sync,
@@ -339,5 +339,6 @@ class BatchCoordinator:
         return io
 
 
-async def _identity(value: Any) -> Any:
-    return value
+async def _identities(values: list[Any]) -> list[Any]:
+    """Payloads given as themselves (no Ray): each resolves to itself."""
+    return values

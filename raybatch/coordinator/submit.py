@@ -13,8 +13,9 @@ its job. One submit phase runs at a time, so nothing is sent twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from raybatch.claude.records import PreparedRequest
@@ -53,7 +54,7 @@ class Submitter:
         offers: Offers,
         *,
         io: Io,
-        resolve: Callable[[Any], Awaitable[Any]],
+        resolve: Callable[[list[Any]], Awaitable[list[Any]]],
         spend: SpendGate,
         creator: BatchCreator,
         sync: SyncCalls,
@@ -158,36 +159,47 @@ class Submitter:
         return waited >= self._claude.poll_interval
 
     async def _requests_for(self, offers: Sequence[Offer]) -> list[PreparedRequest]:
-        """The requests still owed an answer (prepared or to retry), resolved from their handles.
-
-        A job whose payloads are gone (its driver died, or a chunk was never offered) is sent back
-        to be prepared again instead of blocking the pass.
-        """
+        """The requests still owed an answer (prepared or to retry), resolved from their handles."""
         requests: list[PreparedRequest] = []
         creating = await self._io(self._state.intent_chunk_ids)  # may be in a batch already
         chunks_of = await self._io(self._state.chunks_of, [o.job_id for o in offers])  # in one read
-        for offer in offers:
-            chunks = chunks_of[offer.job_id]
-            owed = [
+        owed = {
+            offer.job_id: [
                 c.n
-                for c in chunks
+                for c in chunks_of[offer.job_id]
                 if c.status in (ChunkStatus.PREPARED, ChunkStatus.RETRY) and c.custom_id not in creating
             ]
+            for offer in offers
+        }
+        payloads = await self._payloads(offers, owed)
+        limit = self._claude.max_tokens_limit
+        for offer in offers:
+            if offer.job_id not in payloads:
+                continue  # sent back to be prepared again
+            by_n = {c.n: c for c in chunks_of[offer.job_id]}
+            for n, p in zip(owed[offer.job_id], payloads[offer.job_id], strict=True):
+                request = p.request if hasattr(p, "request") else p
+                requests.append(with_answer_budget(request, by_n.get(n), limit))
+        return requests
+
+    async def _payloads(self, offers: Sequence[Offer], owed: Mapping[int, list[int]]) -> dict[int, list[Any]]:
+        """The payloads each job owes, resolved all at once; should that fail, job by job. A job
+        whose payloads are gone (its driver died, or a chunk was never offered) is sent back to be
+        prepared again instead of blocking the pass."""
+        with contextlib.suppress(Exception):  # a job's payloads are gone: found below, job by job
+            handles = [offer.chunks[n] for offer in offers for n in owed[offer.job_id]]
+            values = iter(await asyncio.wait_for(self._resolve(handles), RESOLVE_SECONDS))
+            return {offer.job_id: [next(values) for _ in owed[offer.job_id]] for offer in offers}
+        found: dict[int, list[Any]] = {}
+        for offer in offers:
             try:
-                resolved = [
-                    await asyncio.wait_for(self._resolve(offer.chunks[n]), RESOLVE_SECONDS) for n in owed
-                ]
+                mine = [offer.chunks[n] for n in owed[offer.job_id]]
+                found[offer.job_id] = await asyncio.wait_for(self._resolve(mine), RESOLVE_SECONDS)
             except Exception as exc:  # KeyError, or Ray's OwnerDiedError / ObjectLostError
                 log.warning("job %d: prepared payloads unavailable (%s); prepared again", offer.job_id, exc)
                 self._offers.forget([offer.job_id])
                 await self._io(self._state.transition, offer.job_id, [JobStatus.PREPARED], JobStatus.PENDING)
-                continue
-            by_n = {c.n: c for c in chunks}
-            limit = self._claude.max_tokens_limit
-            for n, p in zip(owed, resolved, strict=True):
-                request = p.request if hasattr(p, "request") else p
-                requests.append(with_answer_budget(request, by_n.get(n), limit))
-        return requests
+        return found
 
     async def _submit_batches(self, requests: Sequence[PreparedRequest]) -> set[int]:
         """Pack the requests into batches and create them; the jobs whose batch was created."""

@@ -200,3 +200,31 @@ async def test_a_job_whose_payloads_are_gone_is_prepared_again(
     lost_id, kept_id = lost.job_id, kept.job_id
     assert state.get_job(lost_id).status is JobStatus.PENDING
     assert state.get_job(kept_id).status is JobStatus.ANSWERED
+
+
+@pytest.mark.anyio
+async def test_a_pass_resolves_its_payloads_at_once_and_a_lost_one_sends_back_its_job_alone(
+    emulator: EmulatorServer, state: SqlStateStore
+) -> None:
+    jobs = [prepared_job(state, bundle_texts(b), name=f"b{b}") for b in range(3)]
+    lost = jobs[1].chunks[0]  # its payload cannot be read (say its owner died)
+    asked: list[int] = []
+
+    async def resolve(payloads: list[object]) -> list[object]:
+        asked.append(len(payloads))
+        if any(payload is lost for payload in payloads):
+            raise RuntimeError("the owner of this object died")
+        return payloads
+
+    coord = BatchCoordinator(claude_settings(emulator), state, autostart=False, resolve=resolve)
+    for job in jobs:
+        await offer(coord, job)
+    await coord.flush()
+    await run_until(coord, state, [jobs[0].job_id, jobs[2].job_id])
+    await coord.stop()
+    assert asked[:4] == [sum(len(j.chunks) for j in jobs), *(len(j.chunks) for j in jobs)]  # all, then each
+    assert [state.get_job(j.job_id).status for j in jobs] == [
+        JobStatus.ANSWERED,
+        JobStatus.PENDING,
+        JobStatus.ANSWERED,
+    ]

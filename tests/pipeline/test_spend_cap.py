@@ -106,9 +106,9 @@ async def test_while_the_cap_holds_everything_a_pass_resolves_batch_size_jobs_no
     start_run(state, RUN, _expected(jobs[0]) / 10, None)  # room for no job at all
     resolved: list[set[int]] = []
 
-    async def resolve(payload: PreparedChunk) -> PreparedChunk:
-        resolved[-1].add(payload.request.job_id)
-        return payload
+    async def resolve(payloads: list[PreparedChunk]) -> list[PreparedChunk]:
+        resolved[-1].update(payload.request.job_id for payload in payloads)
+        return payloads
 
     claude = claude_settings(emulator, batch_size=2)
     coord = BatchCoordinator(claude, state, autostart=False, resolve=resolve)
