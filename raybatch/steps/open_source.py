@@ -68,14 +68,22 @@ def detect_kind(data: bytes) -> SourceKind:
 
 
 def open_source(
-    data: bytes, kind: SourceKind, *, max_page_pixels: int, long_edge: int = CLAUDE_MAX_LONG_EDGE
+    data: bytes,
+    kind: SourceKind,
+    *,
+    max_page_pixels: int,
+    long_edge: int = CLAUDE_MAX_LONG_EDGE,
+    checked: bool = False,
 ) -> pymupdf.Document:
-    """An open PDF of the source, every page checked against the pixel budget before any rendering.
+    """An open PDF of the source, every page checked against the pixel budget before any rendering,
+    unless ``checked``: these very bytes (by sha256) passed the check already.
 
     ``long_edge`` is the render step's long edge: a page's pixel count "at render scale" is its
     size drawn that long (never finer than 300 dpi). Embedded images count at their decoded size.
     """
     doc = _image_to_pdf(data, max_page_pixels) if kind == SourceKind.IMAGE else _open_pdf(data)
+    if checked:
+        return doc
     try:
         check_pages(doc, max_page_pixels=max_page_pixels, long_edge=long_edge)
     except InvalidSource:

@@ -793,8 +793,9 @@ def _thumbnail(
 
 @contextmanager
 def _opened(data: bytes, job: JobRecord, max_page_pixels: int) -> Iterator[pymupdf.Document]:
-    """Open a source for slicing (its bytes already checked against the job's sha256)."""
-    doc = open_source(data, job.kind, max_page_pixels=max_page_pixels)
+    """Open a source for slicing (its bytes already checked against the job's sha256). Its pages
+    are not checked against the pixel budget again: registering the job checked these very bytes."""
+    doc = open_source(data, job.kind, max_page_pixels=max_page_pixels, checked=True)
     try:
         yield doc
     finally:

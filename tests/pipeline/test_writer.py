@@ -21,6 +21,7 @@ from raybatch.objects import MemoryObjectStore
 from raybatch.samples import write_samples
 from raybatch.settings import ClaudeSettings, OutputSettings, PrepareSettings, StateSettings, StoreSettings
 from raybatch.state import SqlStateStore, open_state
+from raybatch.steps import open_source
 from raybatch.steps.table_files import read_documents_table
 from raybatch.steps.thumbnail import thumbnail
 from raybatch.work.writer import ResultWriter, WriteReport, documents_at_once, page_rotations
@@ -164,6 +165,21 @@ def test_writing_again_rewrites_the_same_keys_and_drops_stale_ones(tmp_path: Pat
     state.transition(job_id, [JobStatus.COMPLETED], JobStatus.ANSWERED)
     write(state, store, job_id)
     assert stale not in set(store.list(""))
+
+
+def test_the_writer_does_not_check_pages_registering_checked_already(  # type: ignore[no-untyped-def]
+    tmp_path: Path, corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, truth = corpus
+    state = open_state(StateSettings(database_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    job_id = answered_job(state, folder, truth["bundles"][0])
+
+    def checked_again(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the pages of a registered source were checked again")
+
+    monkeypatch.setattr(open_source, "check_pages", checked_again)
+    write(state, MemoryObjectStore(), job_id)
+    assert state.list_documents(job_id)
 
 
 def test_two_databases_on_one_store_keep_their_outputs_apart(tmp_path: Path, corpus) -> None:  # type: ignore[no-untyped-def]
