@@ -124,8 +124,8 @@ def current_rows(
 ) -> pa.Table:
     """The rows of file ``key`` that are current, held first by it, and of jobs still there."""
     job_ids = table.column("job_id").to_pylist()
-    held = {job_id: current.get(job_id, (None, None)) for job_id in set(job_ids)}  # this file's jobs only
-    wanted = {job_id: _micros(at) for job_id, (at, holder) in held.items() if at and holder == key}
+    mine = (job_id for job_id in set(job_ids) if job_id in current and current[job_id][1] == key)
+    wanted = {job_id: _micros(current[job_id][0]) for job_id in mine}  # this file's jobs only
     keep = [
         job_id not in gone and wanted.get(job_id) == at
         for job_id, at in zip(job_ids, _written(table), strict=True)

@@ -576,7 +576,7 @@ class ResultWriter:
             pages = page_texts(source, job.sha256, self._texts(job), spans)
             for index, doc in enumerate(stitched):
                 texts[index] = document_text(pages, doc.first_page, doc.last_page)
-                pdf, thumb = self._slice(source, doc, rotations, pages), _thumbnail(source, doc, rotations)
+                pdf, thumb = self._drawn(source, doc, rotations, pages)
                 version = (versions or {}).get(index, 1)
                 objects = self._document_objects(job, index, version, (pdf, thumb, texts[index]))
                 self._uploads.add(Upload(lease, objects), at_once)
@@ -587,16 +587,20 @@ class ResultWriter:
                 )
         return records, texts
 
-    def _slice(
+    def _drawn(
         self,
         source: pymupdf.Document,
         doc: StitchedDocument | DocumentRecord,
         rotations: Mapping[int, int],
         pages: PageTexts,
-    ) -> bytes:
-        """The document's PDF; its scanned pages searchable unless SEARCHABLE_PDF is off."""
+    ) -> tuple[bytes, bytes]:
+        """The document's PDF, its scanned pages searchable unless SEARCHABLE_PDF is off, and its
+        thumbnail: drawn from its first page in the source, turned upright as the slice is (the same
+        picture without opening the slice again, whose fonts would load again: as long as the draw)."""
         ocr = pages.ocr_texts(doc.first_page, doc.last_page) if self._outputs.searchable_pdf else {}
-        return slice_document(source, doc.first_page, doc.last_page, rotations, ocr)
+        pdf = slice_document(source, doc.first_page, doc.last_page, rotations, ocr)
+        first = source.load_page(doc.first_page - 1)
+        return pdf, thumbnail(first, rotation=rotations.get(doc.first_page, 0))
 
     def write_versions(self, job: JobRecord, drafts: Sequence[DocumentRecord]) -> list[DocumentRecord]:
         """New versions of some of a job's documents (a correction): each sliced from the source at
@@ -609,10 +613,7 @@ class ResultWriter:
         with _opened(data, job, self._max_page_pixels) as source:
             pages = page_texts(source, job.sha256, self._state, [(d.first_page, d.last_page) for d in drafts])
             for draft in drafts:
-                pdf, thumb = (
-                    self._slice(source, draft, rotations, pages),
-                    _thumbnail(source, draft, rotations),
-                )
+                pdf, thumb = self._drawn(source, draft, rotations, pages)
                 text = document_text(pages, draft.first_page, draft.last_page)
                 objects = self._document_objects(job, draft.index, draft.version, (pdf, thumb, text))
                 self._store.put_many(objects)
@@ -780,15 +781,6 @@ def _known_groups(spellings: Sequence[tuple[str, tuple[str, ...]]]) -> Iterator[
         identity = _spelling_identity(*values)
         if identity is not None:
             yield replace(identity, key=key)
-
-
-def _thumbnail(
-    source: pymupdf.Document, doc: StitchedDocument | DocumentRecord, rotations: Mapping[int, int]
-) -> bytes:
-    """The document's thumbnail, drawn from its first page in the source, turned upright as its
-    slice is: the same picture, without opening the slice again (a fresh document loads its fonts
-    again, about as long again as the draw)."""
-    return thumbnail(source.load_page(doc.first_page - 1), rotation=rotations.get(doc.first_page, 0))
 
 
 @contextmanager
