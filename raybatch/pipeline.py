@@ -17,7 +17,7 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -302,7 +302,7 @@ def _drive(
         coordinator=lambda: get_coordinator(settings, database_id),
         call=ray.get,
         ready=_ready,
-        wait=_wait_any,
+        wait=lambda refs, timeout: _wait_any(refs, timeout, prompt=writers.refs),
         intake=intake,
         start_writer=start_one,
     )
@@ -339,11 +339,12 @@ def _ready(ref: object) -> bool:
     return bool(done)
 
 
-def _wait_any(refs: list[object], timeout: float) -> None:
+def _wait_any(refs: list[object], timeout: float, prompt: Collection[object] = ()) -> None:
     """Until one of ``refs`` is done (or the timeout), then a moment more for others finishing with
-    it: the driver's step then handles them together, in fewer statements."""
+    it: the driver's step then handles them together, in fewer statements. Not when one of
+    ``prompt`` ended (a write call: its writer waits idle for the next)."""
     done, rest = ray.wait(refs, num_returns=1, timeout=timeout)
-    if done and rest:
+    if done and rest and not any(ref in prompt for ref in done):
         ray.wait(rest, num_returns=len(rest), timeout=COALESCE_SECONDS)
 
 

@@ -54,6 +54,10 @@ RECONNECT_BACKOFF = Backoff(initial=0.2, factor=2.0, cap=5.0)  # a dead coordina
 # Answered jobs waiting, every writer busy, that start another writer at once rather than after
 # WRITER_GROW_SECONDS: a whole write call's worth is a backlog, not a small run's last few jobs.
 GROW_NOW_JOBS = GROUP_JOBS
+# The run's own jobs still to end, for each writer started, that start another with the first (or
+# with the next, as registering finds more): a backlog's writers start up while it is prepared,
+# not once its answers wait for them (a writer's start is about a second of CPU).
+BACKLOG_JOBS_PER_WRITER = 4 * GROUP_JOBS
 
 P = ParamSpec("P")
 
@@ -180,7 +184,7 @@ class Driver:
         self._swept = self._asked_urgent = -1e9
         self._full_swept = now
         self._flushing: bool | None = None
-        self._writers_started = False
+        self._writers_started = 0
         self._more_writers = True  # fewer than RESULT_WORKERS started
         self._short_since: float | None = None  # since when answered jobs wait with every writer busy
         self._last_move: Any = None
@@ -438,12 +442,21 @@ class Driver:
 
     def _start_writers(self) -> None:
         """Once a job is prepared, or no preparation is coming (e.g. every job is answered already);
-        at once for urgent work, whose time to documents counts more than the first chunk's."""
-        if not self._writers_started and (self._offered or self._urgent or self._preparing_nothing()):
-            self._writers_started = True
-            self._more_writers = self._parts.start_writer()
+        at once for urgent work, whose time to documents counts more than the first chunk's. As
+        many as the run's jobs still to end make a backlog for (``BACKLOG_JOBS_PER_WRITER`` each):
+        a small run keeps one writer until its answers wait (``_grow_writers``)."""
+        if not self._writers_started:
+            if not (self._offered or self._urgent or self._preparing_nothing()):
+                return
+            self._start_writer()
             while self._urgent and self._more_writers:
-                self._more_writers = self._parts.start_writer()
+                self._start_writer()
+        while self._more_writers and self._live >= BACKLOG_JOBS_PER_WRITER * (self._writers_started + 1):
+            self._start_writer()
+
+    def _start_writer(self) -> None:
+        self._writers_started += 1
+        self._more_writers = self._parts.start_writer()
 
     def _grow_writers(self) -> None:
         """Another writer once answered jobs waited ``writer_grow_seconds`` with every writer busy,
@@ -458,7 +471,7 @@ class Driver:
         waited = self._short_since is not None and now - self._short_since >= self._grow_seconds
         if short and (waited or len(self._candidates) >= GROW_NOW_JOBS):
             self._short_since = None
-            self._more_writers = self._parts.start_writer()
+            self._start_writer()
 
     def _preparing_nothing(self) -> bool:
         intake = self._parts.intake

@@ -348,3 +348,25 @@ def test_a_group_has_write_timeout_for_each_of_its_jobs_and_past_it_each_goes_ag
     pool.collect()
     pool.collect()
     assert pool.admit(state.list_jobs([JobStatus.ANSWERED])) == [jobs[0]], "each goes alone now"
+
+
+@pytest.mark.parametrize(("first_done", "coalesced"), [("prepare", True), ("write", False)])
+def test_the_step_waits_for_work_ending_with_the_first_but_not_after_a_write_ended(
+    monkeypatch: pytest.MonkeyPatch, first_done: str, coalesced: bool
+) -> None:
+    """A prepare task's end waits COALESCE_SECONDS for others to handle them in one step; a write
+    call's does not: its writer waits idle until the step hands it the next group."""
+    from raybatch import pipeline
+
+    waits: list[tuple[list[str], float]] = []
+
+    def ray_wait(refs: list[str], num_returns: int, timeout: float) -> tuple[list[str], list[str]]:
+        waits.append((refs, timeout))
+        return ([first_done], [r for r in refs if r != first_done]) if len(waits) == 1 else ([], refs)
+
+    monkeypatch.setattr(pipeline.ray, "wait", ray_wait)
+    pipeline._wait_any(["prepare", "write", "snapshot"], 0.5, prompt=["write"])
+
+    rest = [r for r in ["prepare", "write", "snapshot"] if r != first_done]
+    assert waits[0] == (["prepare", "write", "snapshot"], 0.5)
+    assert waits[1:] == ([(rest, pipeline.COALESCE_SECONDS)] if coalesced else [])

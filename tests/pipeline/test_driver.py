@@ -18,6 +18,7 @@ from driver_support import (
 )
 from ray.exceptions import ActorDiedError, RayActorError
 
+from raybatch.loops import driver as driver_module
 from raybatch.loops.driver import GROW_NOW_JOBS, Driver
 from raybatch.models import JobStatus, Priority
 from raybatch.state import SqlStateStore
@@ -285,6 +286,38 @@ def test_writers_start_once_a_job_is_prepared_or_when_nothing_is_to_be_prepared(
     # Preparing: the first writer starts after the first tasks were launched (and ended), not before
     # them; work with nothing to prepare starts it at once, and urgent work every writer at once.
     assert started == {"to prepare": [2], "already answered": [0], "urgent": [0, 0]}[work]
+
+
+@pytest.mark.parametrize(("jobs_in_run", "writers_at_first"), [(3, 1), (4, 2), (12, 3)])
+def test_a_backlog_starts_as_many_writers_as_it_keeps_busy_with_the_first(
+    state: SqlStateStore, jobs_in_run: int, writers_at_first: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BACKLOG_JOBS_PER_WRITER of the run's jobs still to end for each writer: they all start once
+    the first job is prepared (a second of CPU each, while the backlog is prepared), not once the
+    answers wait for them; a small run keeps one."""
+    monkeypatch.setattr(driver_module, "BACKLOG_JOBS_PER_WRITER", 2)
+    jobs = [pending_job(state, n) for n in range(jobs_in_run)]
+    tasks = StandInTasks(hold=True)
+    parts = driver_parts(state, tasks, [], lambda: StandInCoordinator(CoordinatorState(state)))
+    started: list[int] = []
+
+    def start() -> bool:  # RESULT_WORKERS=3
+        started.append(len(tasks.launched))
+        parts.writers.grow([StandInWriter(state, [])])
+        return len(started) < 3
+
+    def wait(refs: list[Any], timeout: float) -> None:
+        for ref in tasks.refs:
+            ref.done = True
+
+    parts.start_writer, parts.wait = start, wait
+    ended = Driver(state, jobs, parts, writer_grow_seconds=60.0, **Pauses([]).paced()).run()
+
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * jobs_in_run
+    first = started[0]
+    assert first > 0  # once the first tasks were launched, as ever
+    assert started[:writers_at_first] == [first] * writers_at_first
+    assert started[writers_at_first:] == [] or started[writers_at_first] > first
 
 
 class TimedWriter(StandInWriter):
