@@ -2,6 +2,8 @@
 
 import sys
 
+from raybatch.collector import collect_seldom, in_ray_worker
+
 __version__ = "0.1.0"
 
 # PyMuPDF 2 imports its layout analyser and pymupdf4llm (ONNX runtime, numpy) on every
@@ -10,3 +12,6 @@ __version__ = "0.1.0"
 # one that imported them already keeps them.
 for _unused in ("pymupdf.layout", "pymupdf4llm"):
     sys.modules.setdefault(_unused, None)  # type: ignore[arg-type]
+
+if in_ray_worker():
+    collect_seldom()  # before the worker imports the rest of raybatch: a fifth of its start's CPU

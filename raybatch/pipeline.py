@@ -25,6 +25,7 @@ import ray
 from pydantic import SecretStr
 from ray.exceptions import RayError, RayTaskError
 
+from raybatch.collector import seldom
 from raybatch.compaction import compact_table
 from raybatch.errors import RaybatchError
 from raybatch.loops.driver import Driver, DriverParts, Progress
@@ -123,6 +124,7 @@ def run(
         # Set after ``ray.init`` (whose own SIGTERM handler exits): the driver drains on a signal;
         # before it takes work and once it ended, a signal interrupts, and what is held is given back.
         with (
+            seldom(),
             stop_on_signals(drain=False) as stop,
             open_budget(settings, holder, prepare_ceiling=_prepare_cap(settings)) as budget,
         ):

@@ -17,6 +17,7 @@ from typing import Any
 
 import ray
 
+from raybatch.collector import settle
 from raybatch.coordinator.coordinator import BatchCoordinator
 from raybatch.coordinator.identity import code_version, coordinator_identity
 from raybatch.coordinator.spool import AnswerSpool
@@ -141,6 +142,7 @@ class CoordinatorActor:
             on_idle=ray.actor.exit_actor,
             spool=spool,
         )
+        settle()
 
     async def offer_all(self, offers: list[tuple[int, dict[int, Any], ProcessingMode, int]]) -> None:
         """Jobs prepared in one driver step (see ``BatchCoordinator.offer``)."""

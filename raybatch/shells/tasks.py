@@ -12,6 +12,7 @@ from typing import Any
 
 import ray
 
+from raybatch.collector import settle
 from raybatch.errors import RaybatchError
 from raybatch.models import CachedPage, JobRecord, Priority
 from raybatch.ocr import open_ocr
@@ -34,6 +35,7 @@ def _preparer(settings: PrepareTaskSettings) -> ChunkPreparer:
         # One thread: a prepare task holds 1/OCR_WORKERS of a CPU; parallelism comes from tasks.
         ocr = open_ocr(settings.ocr, threads=1)
         cached = _WORKER_CACHE[key] = ChunkPreparer(settings.prepare, settings.request, settings.ocr, ocr)
+        settle()
     return cached
 
 
@@ -67,6 +69,7 @@ def inspect_files(
     Not retried: a file that crashed its reader would crash the next one too (the driver reads each
     file of a crashed task again, alone). It holds no secret: no API key, no database URL, no store
     keys (S3 files are read by ``read_files``). What it finds is recorded by the driver."""
+    settle()
     return [
         inspect_source(source, store, max_page_pixels, None if read is None else read[n])
         for n, source in enumerate(sources)

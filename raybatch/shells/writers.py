@@ -9,6 +9,7 @@ from typing import Any
 
 import ray
 
+from raybatch.collector import settle
 from raybatch.errors import ConfigError
 from raybatch.metrics import Metrics
 from raybatch.models import Lease
@@ -36,6 +37,7 @@ class WriterActor:
             metrics=Metrics(),
             outputs=settings.outputs,
         )
+        settle()
 
     def write(self, lease: Lease) -> WriteReport:
         return self._writer.write(lease)
