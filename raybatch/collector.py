@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -38,17 +39,38 @@ def settle() -> None:
         gc.freeze()
 
 
+class _Driving:
+    """The blocks inside ``seldom`` in this process (runs may overlap, in threads), and what the
+    first found: the last to leave gives it back."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.inside = 0
+        self.before = gc.get_threshold()
+        self.ours = False
+
+
+_DRIVING = _Driving()
+
+
 @contextmanager
 def seldom() -> Iterator[None]:
     """Collect seldom, and never over what this process held before, within the block: a driver
-    runs in its caller's process, whose collector is as it was after."""
-    before, ours = gc.get_threshold(), not gc.get_freeze_count()  # another's freeze stays theirs
-    if ours:
-        gc.freeze()
-    gc.set_threshold(*SELDOM)
+    runs in its caller's process, whose collector is as it was once the last block is left."""
+    with _DRIVING.lock:
+        if not _DRIVING.inside:
+            # Another's freeze stays theirs.
+            _DRIVING.before, _DRIVING.ours = gc.get_threshold(), not gc.get_freeze_count()
+            if _DRIVING.ours:
+                gc.freeze()
+            gc.set_threshold(*SELDOM)
+        _DRIVING.inside += 1
     try:
         yield
     finally:
-        gc.set_threshold(*before)
-        if ours:
-            gc.unfreeze()
+        with _DRIVING.lock:
+            _DRIVING.inside -= 1
+            if not _DRIVING.inside:
+                gc.set_threshold(*_DRIVING.before)
+                if _DRIVING.ours:
+                    gc.unfreeze()
