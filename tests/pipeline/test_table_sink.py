@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -195,3 +197,22 @@ def test_gone_jobs_are_the_canceled_and_the_unknown() -> None:
             return {i: known[i] for i in job_ids if i in known}
 
     assert gone_jobs(State())([1, 2, 3, 4]) == {2, 4}
+
+
+def test_a_runs_end_compacts_the_table_without_importing_pandas(table: Table) -> None:
+    """Compaction runs in the driver at a run's end, alone on the machine: pyarrow would import
+    pandas (about 0.2 s) to ask whether a mask or a scalar it is handed is a pandas object."""
+    table.write((1, 2), (2, 2))
+    table.write((1, 1), (3, 1))  # job 1 rewritten: its older rows are dropped, the rest kept
+    code = (
+        "import sys\n"
+        "from raybatch.ids import OutputKeys\n"
+        "from raybatch.objects import LocalObjectStore\n"
+        "from raybatch.work.table_sink import TableSink\n"
+        f"sink = TableSink(LocalObjectStore({str(table.root)!r}), OutputKeys({KEYS.database_id!r}))\n"
+        "done = sink.compact(target_mb=128, gone=lambda ids: set(), hold=lambda: True)\n"
+        "print(done.merged, done.written, 'pandas' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["2", "1", "False"]
+    _exactly(table, 4)
