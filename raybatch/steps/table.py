@@ -199,6 +199,8 @@ def _readable(item: TableSource) -> Any:
 
 def conform(table: pa.Table, schema: pa.Schema = SCHEMA) -> pa.Table:
     """Columns in the schema's order and types; a column an older file lacks comes back empty."""
+    if table.schema.remove_metadata().equals(schema.remove_metadata()):  # a file of this layout
+        return table.replace_schema_metadata(schema.metadata)
     columns = [
         table.column(field.name).cast(field.type)
         if field.name in table.column_names

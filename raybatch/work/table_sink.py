@@ -134,7 +134,8 @@ class TableSink:
         schema: pa.Schema,
     ) -> Iterator[pa.Table]:
         for fact in merge:
-            table = pq.ParquetFile(pa.BufferReader(self._store.get(fact.key))).read()
+            # One thread: a small file's read is mostly the thread pool's start otherwise.
+            table = pq.ParquetFile(pa.BufferReader(self._store.get(fact.key))).read(use_threads=False)
             yield current_rows(conform(table, schema), fact.key, current, gone)
 
     def _put_piece(self, piece: pa.Table) -> str:
