@@ -22,7 +22,7 @@ _settled: list[bool] = []
 
 
 def in_ray_worker() -> bool:
-    """Whether this process is a Ray worker: its tasks and actors are raybatch's alone."""
+    """Whether this process is a Ray worker (one that imports raybatch runs raybatch's work)."""
     return os.path.basename(sys.argv[0] if sys.argv else "") == "default_worker.py"
 
 

@@ -136,10 +136,13 @@ def current_rows(
 def _rows_where(table: pa.Table, keep: Sequence[bool]) -> pa.Table:
     """The rows whose ``keep`` is true, as slices of the table: a mask made with ``pa.array`` would
     import pandas (pyarrow asks whether it was handed a pandas object), 0.2 s in the driver."""
-    runs = [list(rows) for kept, rows in itertools.groupby(range(len(keep)), key=keep.__getitem__) if kept]
-    if not runs:
-        return table.slice(0, 0)
-    return pa.concat_tables([table.slice(rows[0], len(rows)) for rows in runs])
+    slices, start = [], 0
+    for kept, run in itertools.groupby(keep):
+        length = sum(1 for _ in run)
+        if kept:
+            slices.append(table.slice(start, length))
+        start += length
+    return pa.concat_tables(slices) if slices else table.slice(0, 0)
 
 
 def roll(tables: Iterable[pa.Table], target_bytes: int) -> Iterator[pa.Table]:
