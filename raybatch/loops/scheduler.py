@@ -19,7 +19,16 @@ from ray.exceptions import RayError, RayTaskError
 
 from raybatch.errors import LeaseLost, RaybatchError, TimeLimitExceeded, TransientError, error_class
 from raybatch.metrics import Metrics
-from raybatch.models import ChunkRecord, ChunkStatus, JobRecord, JobStatus, Lease, Priority, ProcessingMode
+from raybatch.models import (
+    CachedPage,
+    ChunkRecord,
+    ChunkStatus,
+    JobRecord,
+    JobStatus,
+    Lease,
+    Priority,
+    ProcessingMode,
+)
 from raybatch.reuse import outstanding_of
 from raybatch.state.port import JobsWithChunks, PageTexts
 from raybatch.steps.chunk import ChunkPlan
@@ -152,6 +161,7 @@ class PrepareScheduler:
         self._measured: list[int] = []
         self._answered_already: list[ReadyJob] = []  # jobs found fully prepared when claimed
         self._unsaved: list[ChunkRecord] = []  # prepared chunks not yet saved (see SAVE_JOBS)
+        self._reads: list[tuple[str, CachedPage]] = []  # OCR reads of their tasks, cached at the save
         self._complete: list[int] = []  # jobs all of whose chunks are among them or saved
         self._unsaved_since: float | None = None
         self._urgent_chunks = 0  # how many chunks at the head of the queue are urgent
@@ -404,8 +414,8 @@ class PrepareScheduler:
     def _chunk_done(self, job_id: int, n: int, summary: ChunkSummary, payload: Any, from_store: bool) -> bool:
         """Count one prepared chunk in; True when it was its job's last."""
         prep = self._jobs[job_id]
-        for read in summary.ocr_reads:  # the tasks hold no database access: their OCR is cached here
-            self._state.put_page_text(prep.job.sha256, read.engine, read.text)
+        # The tasks hold no database access: what their OCR read is cached from here, at the save.
+        self._reads += [(prep.job.sha256, read) for read in summary.ocr_reads]
         prep.payloads[n] = payload
         prep.request_bytes += summary.record.request_bytes
         prep.waiting.discard(n)
@@ -424,7 +434,10 @@ class PrepareScheduler:
         """Save ``chunks`` and move the ``complete`` jobs to prepared; those still held are ready."""
         preps = [self._jobs.pop(job_id) for job_id in complete]
         self._alone.difference_update(complete)
+        reads, self._reads = self._reads, []
         try:
+            if reads:  # before the jobs they serve are prepared: a writer takes their text from here
+                self._state.put_page_texts(reads)
             held = {lease.job_id for lease in self._state.record_prepared(chunks, [p.lease for p in preps])}
             why = "its lease is gone"
         except RaybatchError as exc:

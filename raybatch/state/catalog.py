@@ -169,23 +169,35 @@ class CatalogQueries(SqlBase):
 
     def put_page_text(self, sha256: str, engine: str, text: PageText) -> None:
         """Cache one page's text under (sha256, page, engine); a second put replaces it."""
+        self.put_page_texts([(sha256, CachedPage(engine, text))])
+
+    def put_page_texts(self, reads: Sequence[tuple[str, CachedPage]]) -> None:
+        """Cache many pages' texts (each with its source's sha256) in one statement; a second put
+        of a (sha256, page, engine) replaces it, as the last of those given does."""
+        if not reads:
+            return
+        now = self._now()
+        rows = {
+            (sha256, read.text.page, read.engine): {
+                "sha256": sha256,
+                "page": read.text.page,
+                "engine": read.engine,
+                "text": read.text.text,
+                "origin": read.text.origin,
+                "confidence": read.text.confidence,
+                "rotation": read.text.rotation,
+                "created_at": now,
+            }
+            for sha256, read in reads
+        }
         insert = self._insert(page_ocr)
         changed = ("text", "origin", "confidence", "rotation", "created_at")
         upsert = insert.on_conflict_do_update(
             index_elements=["sha256", "page", "engine"],
             set_={name: insert.excluded[name] for name in changed},
         )
-        values = {
-            "sha256": sha256,
-            "page": text.page,
-            "engine": engine,
-            "text": text.text,
-            "origin": text.origin,
-            "confidence": text.confidence,
-            "rotation": text.rotation,
-        }
         with self._write() as conn:
-            conn.execute(upsert.values(values).values(created_at=self._now()))
+            conn.execute(upsert, list(rows.values()))
 
     def record_error(self, job_id: int | None, phase: str, error_class: str, message: str) -> None:
         """Log one classified failure (the message cut to a bounded length)."""

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from raybatch.models import (
     BatchStatus,
+    CachedPage,
     ChunkRecord,
     ChunkStatus,
     ConsoleRole,
@@ -816,6 +817,10 @@ class JobsWithChunks(JobStates, ChunkStates, Protocol):
 
 class PageTexts(PageTextCache, PageTextLookup, Protocol):
     """The OCR cache (``page_ocr``): texts by source, page and engine."""
+
+    def put_page_texts(self, reads: Sequence[tuple[str, CachedPage]]) -> None:
+        """Cache many pages' texts (each with its source's sha256) together; a later put replaces."""
+        ...
 
 
 class StateStore(

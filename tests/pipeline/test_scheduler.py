@@ -6,11 +6,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from clock import FakeClock
 from driver_support import pending_job
 from ray.exceptions import WorkerCrashedError
+from statements import statements
 
-from raybatch.errors import InvalidSource
+from raybatch.errors import DatabaseUnavailable, InvalidSource
 from raybatch.ids import custom_id
 from raybatch.loops.scheduler import PrepareScheduler
 from raybatch.models import (
@@ -220,21 +222,58 @@ def test_a_worker_killed_for_memory_fails_its_job_with_the_reason(state: SqlStat
     assert "memory" in (failed.error_message or "")
 
 
-def test_ocr_read_by_a_task_is_cached_by_the_driver(state: SqlStateStore) -> None:
-    job = pending_job(state, 1, pages=8)
-    read = CachedPage("engine-1", PageText(3, "Счёт 3", "ocr:engine-1", 0.9, 90))
+def test_ocr_reads_of_tasks_are_cached_by_the_driver_together_before_their_jobs_are_prepared(
+    state: SqlStateStore,
+) -> None:
+    jobs = [pending_job(state, i, pages=16) for i in (1, 2)]  # two chunks each
+    sha256 = {job: state.get_job(job).sha256 for job in jobs}
+
+    def reads(job_id: int, n: int) -> tuple[CachedPage, ...]:
+        first = n * 8 + 1
+        ocr = CachedPage("engine-1", PageText(first, f"Счёт {job_id}", "ocr:engine-1", 0.9, 90))
+        return ocr, CachedPage("engine-2", PageText(first + 1, f"Счёт {job_id}", "ocr:engine-2", 0.8))
 
     class ReadingTasks(FakeTasks):
-        def get(self, ref: Any) -> ChunkSummary:
-            return replace(super().get(ref), ocr_reads=(read,))
+        def _summary(self, ref: Any) -> ChunkSummary:
+            summary = super()._summary(ref)
+            return replace(summary, ocr_reads=reads(summary.record.job_id, summary.record.n))
 
+    tasks = ReadingTasks()
+    sched = scheduler(state, tasks, 8, save_jobs=2, save_seconds=60)
+    sched.claim(jobs)
+    sched.tick(0)
+    tasks.finish_all(sched)
+    with statements(state) as sent:
+        assert len(sched.tick(0)) == 2
+    touched = [one.split()[0] for one in sent if "page_ocr" in one or "UPDATE jobs" in one]
+    assert touched == ["INSERT", "UPDATE"]  # every page of the save at once, then the jobs prepared
+    for job in jobs:
+        for n in (0, 1):
+            for read in reads(job, n):
+                assert state.get_page_text(sha256[job], read.text.page, read.engine) == read.text
+
+
+def test_ocr_reads_the_database_refuses_leave_their_jobs_to_be_prepared_again(
+    state: SqlStateStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = pending_job(state, 1, pages=8)
+    read = CachedPage("engine-1", PageText(1, "Счёт 1", "ocr:engine-1", 0.9))
+
+    class ReadingTasks(FakeTasks):
+        def _summary(self, ref: Any) -> ChunkSummary:
+            return replace(super()._summary(ref), ocr_reads=(read,))
+
+    def refused(reads: Any) -> None:
+        raise DatabaseUnavailable("the database went away")
+
+    monkeypatch.setattr(state, "put_page_texts", refused)
     tasks = ReadingTasks()
     sched = scheduler(state, tasks, 8)
     sched.claim([job])
     sched.tick(0)
     tasks.finish_all(sched)
-    sched.tick(0)
-    assert state.get_page_text(state.get_job(job).sha256, 3, "engine-1") == read.text
+    assert sched.tick(0) == []  # not prepared without its page's text: its lease runs out, and again
+    assert state.get_job(job).status is JobStatus.PREPARING
 
 
 def _answer_all(state: SqlStateStore, job_id: int) -> None:

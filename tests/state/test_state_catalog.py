@@ -6,8 +6,9 @@ from dataclasses import replace
 
 import pytest
 from state_helpers import register, sha
+from statements import statements
 
-from raybatch.models import DocumentRecord, JobStatus, PageText
+from raybatch.models import CachedPage, DocumentRecord, JobStatus, PageText
 from raybatch.state import SqlStateStore
 
 
@@ -101,6 +102,36 @@ def test_page_text_cache_round_trip(store: SqlStateStore) -> None:
     found = store.cached_page_texts_of([sha(1), sha(2)])
     assert sorted((c.engine, c.text.page) for c in found[sha(1)]) == [("rapidocr-3.4", 3), ("vision-v1", 5)]
     assert found[sha(2)] == []
+
+
+def test_many_page_texts_are_cached_in_one_statement_and_the_last_of_a_page_wins(
+    store: SqlStateStore,
+) -> None:
+    read = PageText(page=1, text="Invoice 7", origin="ocr:vision-v1", confidence=0.9)
+    blank = PageText(page=2, text="", origin="ocr:vision-v1", confidence=0.0)
+    store.put_page_text(sha(2), "vision-v1", replace(read, text="stale"))
+    reads = [
+        (sha(1), CachedPage("vision-v1", read)),
+        (sha(1), CachedPage("vision-v1", blank)),
+        (sha(2), CachedPage("vision-v1", replace(read, text="first"))),
+        (sha(2), CachedPage("vision-v1", read)),  # the same page twice in one put: the last wins
+        (sha(2), CachedPage("rapidocr-3.4", replace(read, origin="ocr:rapidocr-3.4", confidence=0.9))),
+    ]
+    with statements(store) as sent:
+        store.put_page_texts(reads)
+    assert [one.split()[0] for one in sent if not one.startswith("BEGIN")] == ["INSERT"]  # SQLite: BEGIN too
+    found = store.cached_page_texts_of([sha(1), sha(2)])
+    assert sorted(((c.engine, c.text) for c in found[sha(1)]), key=lambda one: one[1].page) == [
+        ("vision-v1", read),
+        ("vision-v1", blank),
+    ]
+    assert {c.engine: c.text.text for c in found[sha(2)]} == {
+        "vision-v1": "Invoice 7",
+        "rapidocr-3.4": "Invoice 7",
+    }
+    with statements(store) as sent:
+        store.put_page_texts([])
+    assert sent == []
 
 
 def test_errors_log(store: SqlStateStore) -> None:
