@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,11 @@ def claude_settings(emulator: EmulatorServer | str, **overrides: object) -> Clau
     return ClaudeSettings.model_validate({**values, **overrides})
 
 
+# The least a job is waited for. Shorter than the coordinator's sweep (SWEEP_INTERVAL, 30 s), so a
+# job that only the sweep would send again still fails here.
+SETTLE_SECONDS = 20.0
+
+
 async def run_until(
     coord: BatchCoordinator,
     state: Any,
@@ -65,8 +71,12 @@ async def run_until(
     passes: int = 200,
     tick: Callable[[], None] | None = None,
 ) -> None:
-    """Step until every job is answered or failed; ``tick`` runs between passes (e.g. a clock)."""
-    for _ in range(passes):
+    """Step until every job is answered or failed; ``tick`` runs between passes (e.g. a clock).
+    Gives up after ``passes`` passes and SETTLE_SECONDS, whichever comes later: a loaded machine
+    slows the calls a pass waits for, not what the coordinator does."""
+    started, done = time.monotonic(), 0
+    while done < passes or time.monotonic() - started < SETTLE_SECONDS:
+        done += 1
         with contextlib.suppress(DatabaseUnavailable):  # the coordinator's own loop logs it and goes on
             await coord.step()
         if all(state.get_job(j).status in SETTLED for j in job_ids):
@@ -75,7 +85,13 @@ async def run_until(
         if tick is not None:
             tick()
         await asyncio.sleep(0.02)
-    raise AssertionError(f"jobs not settled: {[(j, state.get_job(j).status.value) for j in job_ids]}")
+    chunks = {
+        j: [(c.custom_id, c.status.value, c.batch_id, c.attempts) for c in state.get_chunks(j)]
+        for j in job_ids
+    }
+    jobs = [(j, state.get_job(j).status.value) for j in job_ids]
+    waited = time.monotonic() - started
+    raise AssertionError(f"jobs not settled after {done} passes, {waited:.1f} s: {jobs}; chunks {chunks}")
 
 
 async def settle(coord: BatchCoordinator, state: Any, job: PreparedJob, mode: str = "batch") -> None:
