@@ -82,8 +82,9 @@ def measure(
             request = preparer.prepare(job, plan, data).request
             totals.pages += len(plan.pages)
             totals.requests += 1
-            totals.images += sum(b.get("type") == "image" for b in request.params["messages"][0]["content"])
-            totals.input_tokens += count(request.params)
+            params = request.params
+            totals.images += sum(b.get("type") == "image" for b in params["messages"][0]["content"])
+            totals.input_tokens += count(params)
             totals.request_bytes += request.encoded_size
     return totals
 

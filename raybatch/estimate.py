@@ -68,7 +68,7 @@ class Tally:
         self.requests += 1
         self.pages += pages
         self.text_pages += pages - images
-        self.sizes.append(replace(request, params={}))
+        self.sizes.append(replace(request, params_json="{}"))
 
     @property
     def input_tokens(self) -> int:

@@ -15,6 +15,7 @@ from raybatch.objects.port import ObjectStore
 from raybatch.outage import patient_store
 from raybatch.settings import Settings, StoreSettings
 from raybatch.state.port import Flags
+from raybatch.steps.build_requests import prepared_request
 from raybatch.work.prepared_chunk import PreparedChunk
 
 
@@ -64,12 +65,17 @@ class PreparedRequests:
         if document["request"]["processing_key"] != processing_key:
             return None
         return PreparedChunk(
-            request=PreparedRequest(**document["request"]),
+            request=_request(document["request"]),
             rotations={int(page): int(degrees) for page, degrees in document["rotations"].items()},
             pages_without_text=tuple(document["pages_without_text"]),
             ocr_pages=tuple(document["ocr_pages"]),
             emulated=bool(document["emulated"]),
         )
+
+
+def _request(saved: dict[str, Any]) -> PreparedRequest:
+    place = (saved["custom_id"], saved["job_id"], saved["n"], saved["first_page"], saved["last_page"])
+    return prepared_request(*place, saved["processing_key"], saved["params"])
 
 
 def kept_requests(settings: Settings, state: Flags) -> PreparedRequests:

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
-from raybatch.claude.emulator.tokens import IMAGE_TOKEN_CAP, estimate_input_tokens
 from raybatch.claude.records import PreparedRequest
 from raybatch.cost import EXPECTED_OUTPUT_TOKENS_PER_PAGE, ModelPrices, cost_usd
 from raybatch.models import ProcessingMode, Usage
@@ -134,7 +133,7 @@ def expected_cost(request: PreparedRequest, mode: ProcessingMode, prices: ModelP
     the output a page usually brings."""
     pages = request.last_page - request.first_page + 1
     usage = Usage(
-        input_tokens=estimate_input_tokens(request.params, IMAGE_TOKEN_CAP),
+        input_tokens=request.input_tokens,
         output_tokens=pages * EXPECTED_OUTPUT_TOKENS_PER_PAGE,
     )
     return cost_usd({mode: usage}, prices)

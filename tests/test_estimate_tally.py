@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from raybatch.claude.records import PreparedRequest
 from raybatch.estimate import Tally
+from raybatch.steps.build_requests import prepared_request
 
 
 def _request(n: int, pages: int, images: int) -> PreparedRequest:
     content = [{"type": "image"}] * images + [{"type": "text", "text": "x"}]
     params = {"messages": [{"role": "user", "content": content}]}
-    return PreparedRequest(f"job_1_batch_{n}", 1, n, 8 * n + 1, 8 * n + pages, "k", params, 100)
+    return prepared_request(f"job_1_batch_{n}", 1, n, 8 * n + 1, 8 * n + pages, "k", params)
 
 
 def test_every_request_counted_means_nothing_extrapolated() -> None:

@@ -26,7 +26,7 @@ def test_the_coordinator_reads_prepared_chunks_without_a_pdf_renderer() -> None:
         "import pickle, raybatch.shells.runtime\n"
         "from raybatch.claude.records import PreparedRequest\n"
         "from raybatch.work.prepared_chunk import PreparedChunk\n"
-        "request = PreparedRequest('job_1_batch_0', 1, 0, 1, 8, 'key', {'messages': []}, 10)\n"
+        "request = PreparedRequest('job_1_batch_0', 1, 0, 1, 8, 'key', '{}', 10, 1)\n"
         "pickle.loads(pickle.dumps(PreparedChunk(request, {1: 0})))"
     )
     assert _loaded_after(code, ("pymupdf", "raybatch.work.prepare")) == {

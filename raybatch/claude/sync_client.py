@@ -138,7 +138,7 @@ class AnthropicMessageClient(SdkClientHolder):
     def count_tokens(self, request: PreparedRequest) -> int:
         """The request's input tokens by ``POST /v1/messages/count_tokens`` (nothing is sent to the
         model, nothing is billed); retried like a message."""
-        params = {k: request.params[k] for k in _COUNTED if k in request.params}
+        params = {k: v for k, v in request.params.items() if k in _COUNTED}
 
         def count() -> int:
             with sdk_errors(f"count_tokens {request.custom_id}"):
@@ -151,7 +151,7 @@ class AnthropicMessageClient(SdkClientHolder):
         with sdk_errors(f"messages {request.custom_id}"):
             # The header names the chunk in our own logs and the emulator's answer counts.
             headers = {"x-raybatch-custom-id": request.custom_id}
-            return self._client.messages.create(**dict(request.params), extra_headers=headers)
+            return self._client.messages.create(**request.params, extra_headers=headers)
 
 
 def _errored(request: PreparedRequest, error_type: str, message: str) -> RequestResult:

@@ -7,11 +7,9 @@ the tries run out the chunk fails, and its job fails with that reason.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from raybatch.claude.records import PreparedRequest
 from raybatch.models import ChunkRecord
-from raybatch.steps.build_requests import encoded_size
+from raybatch.steps.build_requests import with_params
 
 MAX_TOKENS_ERROR = "MaxTokens"
 
@@ -23,7 +21,7 @@ def with_answer_budget(request: PreparedRequest, chunk: ChunkRecord | None, limi
     """``request`` as it is sent again: a larger ``max_tokens`` when its last answer was cut short."""
     if chunk is None or chunk.error_class != MAX_TOKENS_ERROR:
         return request
-    base = int(request.params["max_tokens"])
+    params = request.params
+    base = int(params["max_tokens"])
     budget = max(base, min(limit, base * 2 ** max(1, chunk.attempts)))
-    params = {**request.params, "max_tokens": budget}
-    return replace(request, params=params, encoded_size=encoded_size(request.custom_id, params))
+    return with_params(request, {**params, "max_tokens": budget})

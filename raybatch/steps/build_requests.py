@@ -19,6 +19,7 @@ from raybatch.classes import default_classes
 from raybatch.classes.render import AnswerSpec, answer_spec
 from raybatch.classes.settings import classes_of
 from raybatch.claude.answer import PROMPT_VERSION
+from raybatch.claude.emulator.tokens import IMAGE_TOKEN_CAP, estimate_input_tokens
 from raybatch.claude.pagetext import page_text_block
 from raybatch.claude.prompt import closing_instruction
 from raybatch.claude.records import PreparedRequest
@@ -99,27 +100,48 @@ def build_request(
         "messages": [{"role": "user", "content": content}],
         "output_config": {"format": {"type": "json_schema", "schema": config.answer.schema}},
     }
+    place = (cid, job_id, n, pages[0].page, pages[-1].page, config.key(sha256, n))
+    return prepared_request(*place, params)
+
+
+def prepared_request(
+    request_custom_id: str,
+    job_id: int,
+    n: int,
+    first_page: int,
+    last_page: int,
+    key: str,
+    params: Mapping[str, Any],
+) -> PreparedRequest:
+    """A request with its params encoded as they are sent, its size and its input tokens."""
+    encoded = encode_params(params)
     return PreparedRequest(
-        custom_id=cid,
+        custom_id=request_custom_id,
         job_id=job_id,
         n=n,
-        first_page=pages[0].page,
-        last_page=pages[-1].page,
-        processing_key=config.key(sha256, n),
-        params=params,
-        encoded_size=encoded_size(cid, params),
+        first_page=first_page,
+        last_page=last_page,
+        processing_key=key,
+        params_json=encoded,
+        encoded_size=len(batch_entry(request_custom_id, encoded).encode()),
+        input_tokens=estimate_input_tokens(params, IMAGE_TOKEN_CAP),
     )
 
 
-def encoded_size(request_custom_id: str, params: Mapping[str, Any]) -> int:
-    """Bytes that ``{"custom_id": ..., "params": ...}`` takes in a batch create body."""
-    return len(batch_entry(request_custom_id, params).encode())
+def with_params(request: PreparedRequest, params: Mapping[str, Any]) -> PreparedRequest:
+    """``request`` with other params (encoded, sized and counted again)."""
+    place = (request.custom_id, request.job_id, request.n, request.first_page, request.last_page)
+    return prepared_request(*place, request.processing_key, params)
 
 
-def batch_entry(request_custom_id: str, params: Mapping[str, Any]) -> str:
-    """One request of a batch create body, as it is sent."""
-    entry = {"custom_id": request_custom_id, "params": dict(params)}
-    return json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+def encode_params(params: Mapping[str, Any]) -> str:
+    """Params as a batch body carries them: compact, UTF-8, no NaN."""
+    return json.dumps(params, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def batch_entry(request_custom_id: str, params_json: str) -> str:
+    """One request of a batch create body, as it is sent (``params_json`` from ``encode_params``)."""
+    return f'{{"custom_id":{json.dumps(request_custom_id, ensure_ascii=False)},"params":{params_json}}}'
 
 
 def sends_image(text: PageText, modality: Modality, min_confidence: float) -> bool:

@@ -17,6 +17,7 @@ from raybatch.claude.emulator import EmulatorConfig, EmulatorServer, ManualClock
 from raybatch.claude.pagetext import page_text_block, pages_from_params
 from raybatch.claude.records import PreparedRequest
 from raybatch.settings import ClaudeSettings
+from raybatch.steps.build_requests import prepared_request
 
 MODEL = "claude-sonnet-5-5"
 API_KEY = "fake-anthropic-key-for-tests"
@@ -61,8 +62,7 @@ def prepared(job_id: int, n: int, *, pages: int = 2) -> PreparedRequest:
     first = (n - 1) * pages + 1
     params = params_for([(page, f"text of page {page}") for page in range(first, first + pages)])
     custom_id = f"job_{job_id}_batch_{n}"
-    size = len(json.dumps({"custom_id": custom_id, "params": params}).encode())
-    return PreparedRequest(custom_id, job_id, n, first, first + pages - 1, f"key-{custom_id}", params, size)
+    return prepared_request(custom_id, job_id, n, first, first + pages - 1, f"key-{custom_id}", params)
 
 
 def requests(count: int, job_id: int = 1) -> list[PreparedRequest]:

@@ -7,7 +7,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 
 import pytest
 from emulator_support import echo_responder, requests, running, settings_for
@@ -17,6 +16,7 @@ from raybatch.claude.sync_client import AnthropicMessageClient
 from raybatch.errors import AuthenticationFailed
 from raybatch.models import ResultType
 from raybatch.retry import Backoff
+from raybatch.steps.build_requests import with_params
 
 BACKOFF = Backoff(initial=1.0, factor=2.0, cap=60.0)
 
@@ -93,7 +93,7 @@ def test_exhausted_retries_come_back_errored_with_their_type(faults, error_type)
 
 
 def test_an_invalid_request_comes_back_errored_without_retries():
-    bad = replace(requests(1)[0], params={**requests(1)[0].params, "messages": []})
+    bad = with_params(requests(1)[0], {**requests(1)[0].params, "messages": []})
     with sync_client() as (client, server, sleeps):
         result = client.send_one(bad)
     assert result.type is ResultType.ERRORED and result.error_type == "invalid_request_error"

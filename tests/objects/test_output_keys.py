@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from raybatch.claude.records import PreparedRequest
 from raybatch.ids import OutputKeys
 from raybatch.objects import LocalObjectStore
 from raybatch.objects.keys import validate_key
 from raybatch.prepared import PreparedRequests
+from raybatch.steps.build_requests import prepared_request
 from raybatch.work.prepared_chunk import PreparedChunk
 
 FIRST, SECOND = OutputKeys("0" * 32), OutputKeys("f" * 32)
@@ -52,7 +52,7 @@ def test_a_database_id_is_plain_hex(bad: str) -> None:
 
 def test_prepared_requests_are_kept_under_their_database(tmp_path: Path) -> None:
     store = LocalObjectStore(str(tmp_path))
-    request = PreparedRequest("job_1_batch_0", 1, 0, 1, 8, "key-1", {"model": "m"}, 10)
+    request = prepared_request("job_1_batch_0", 1, 0, 1, 8, "key-1", {"model": "m"})
     PreparedRequests(store, FIRST).save(PreparedChunk(request=request, rotations={2: 90}))
     assert list(store.list(FIRST.prepared(1))) == [FIRST.prepared_request(1, 0)]
     assert PreparedRequests(store, SECOND).load(1, 0, "key-1") is None  # another database's

@@ -13,15 +13,25 @@ import httpx2
 import pytest
 from PIL import Image
 
-from raybatch.claude.batch_client import AnthropicBatchClient
+from raybatch.claude.batch_client import AnthropicBatchClient, batch_body
+from raybatch.claude.emulator.tokens import IMAGE_TOKEN_CAP, estimate_input_tokens
 from raybatch.claude.pagetext import pages_from_params
 from raybatch.claude.prompt import SYSTEM_PROMPT
+from raybatch.claude.records import PreparedRequest
 from raybatch.claude.schema import answer_schema
+from raybatch.cost import EXPECTED_OUTPUT_TOKENS_PER_PAGE, cost_usd, prices_for
 from raybatch.errors import InvalidRequest
 from raybatch.ids import processing_key
-from raybatch.models import PageText, RenderedPage, TextSource, ocr_origin
+from raybatch.models import PageText, ProcessingMode, RenderedPage, TextSource, Usage, ocr_origin
 from raybatch.settings import ClaudeSettings, Modality
-from raybatch.steps.build_requests import MIN_TEXT_ONLY_CHARS, RequestConfig, build_request, sends_image
+from raybatch.spend import expected_cost
+from raybatch.steps.build_requests import (
+    MIN_TEXT_ONLY_CHARS,
+    RequestConfig,
+    build_request,
+    sends_image,
+    with_params,
+)
 from raybatch.steps.pack import ENVELOPE_BYTES, batch_body_size
 
 SHA = "ab" * 32
@@ -222,3 +232,41 @@ def test_a_page_sent_as_text_needs_no_image_and_one_sent_with_its_image_must_hav
     assert [block["type"] for block in request.params["messages"][0]["content"]] == ["text", "text"]
     with pytest.raises(InvalidRequest, match="page 1: it goes with its image, and none was drawn"):
         build([page(1, **undrawn)], modality=Modality.IMAGES)
+
+
+def _undecodable(monkeypatch: pytest.MonkeyPatch) -> None:
+    def decoded(request: PreparedRequest) -> dict[str, Any]:
+        raise AssertionError(f"{request.custom_id}: params decoded on a path that sends or prices it")
+
+    monkeypatch.setattr(PreparedRequest, "params", property(decoded))
+
+
+def test_a_batch_body_and_the_spend_cap_use_each_request_as_it_was_encoded_where_it_was_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    prepared = [build([page(1), page(2, text="")], n=0), build([page(3)], Modality.TEXT, n=1)]
+    counted = [estimate_input_tokens(r.params, IMAGE_TOKEN_CAP) for r in prepared]
+    expected = [json.loads(r.params_json) for r in prepared]
+    _undecodable(monkeypatch)  # the coordinator's hot path neither decodes nor encodes them again
+    sent = json.loads(batch_body(prepared))["requests"]
+    assert [entry["params"] for entry in sent] == expected
+    assert [r.input_tokens for r in prepared] == counted
+    prices = prices_for("claude-sonnet-4-5", None)
+    usage = Usage(input_tokens=counted[0], output_tokens=2 * EXPECTED_OUTPUT_TOKENS_PER_PAGE)
+    assert expected_cost(prepared[0], ProcessingMode.BATCH, prices) == cost_usd(
+        {ProcessingMode.BATCH: usage}, prices
+    )
+
+
+def test_a_request_with_other_params_is_encoded_sized_and_counted_again() -> None:
+    request = build([page(1)])
+    params = {**request.params, "system": [{"type": "text", "text": "Ключ " * 2000}]}
+    longer = with_params(request, params)
+    entry = {"custom_id": request.custom_id, "params": params}
+    assert longer.encoded_size == len(json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode())
+    assert longer.input_tokens == estimate_input_tokens(params, IMAGE_TOKEN_CAP) > request.input_tokens
+    assert (longer.custom_id, longer.processing_key, longer.params) == (
+        request.custom_id,
+        request.processing_key,
+        params,
+    )

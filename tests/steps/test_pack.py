@@ -22,7 +22,7 @@ from raybatch.steps.pack import (
 def req(job_id: int, n: int, size: int) -> PreparedRequest:
     return PreparedRequest(
         custom_id=f"job_{job_id}_batch_{n}", job_id=job_id, n=n, first_page=8 * n + 1,
-        last_page=8 * n + 8, processing_key="k", params={}, encoded_size=size,
+        last_page=8 * n + 8, processing_key="k", params_json="{}", encoded_size=size, input_tokens=1,
     )  # fmt: skip
 
 
