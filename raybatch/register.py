@@ -20,18 +20,15 @@ from typing import Any, Protocol
 
 from raybatch.errors import (
     InvalidSource,
-    RaybatchError,
     SourceProblem,
-    StorageUnavailable,
     TimeLimitExceeded,
     error_class,
 )
-from raybatch.ids import sha256_bytes
-from raybatch.models import JobRecord, JobStatus, Priority, ProcessingMode, SourceKind, mode_for
+from raybatch.inspection import Inspection, inspect_source, unread
+from raybatch.models import JobRecord, JobStatus, Priority, ProcessingMode, mode_for
 from raybatch.settings import StoreSettings
-from raybatch.sources import SourceFile, read_source_patiently
+from raybatch.sources import SourceFile
 from raybatch.state.port import JobStates, NewJob
-from raybatch.steps.open_source import detect_kind, open_source
 from raybatch.units import MIB
 
 log = logging.getLogger(__name__)
@@ -46,47 +43,6 @@ class Registration:
     source: SourceFile
     job: JobRecord
     created: bool
-
-
-@dataclass(frozen=True)
-class Inspection:
-    """What reading a file told: its hash, size, kind and pages, or why it cannot be processed."""
-
-    source: SourceFile
-    sha256: str
-    size: int
-    kind: SourceKind
-    pages: int | None = None
-    problem: RaybatchError | None = None
-
-
-def read_for_inspection(source: SourceFile, sources: StoreSettings) -> bytes | RaybatchError:
-    """A file's bytes, or why they cannot be read; an outage of the store is waited out, and one
-    past STORE_OUTAGE_BUDGET is the answer (StorageUnavailable: a rerun takes the file up)."""
-    try:
-        return read_source_patiently(source.uri, sources)
-    except (InvalidSource, StorageUnavailable) as exc:
-        return exc
-
-
-def inspect_source(
-    source: SourceFile,
-    sources: StoreSettings,
-    max_page_pixels: int,
-    read: bytes | RaybatchError | None = None,
-) -> Inspection:
-    """Hash and open one file (no bytes kept): its bytes as ``read`` (read elsewhere, by a
-    process that parses nothing), or read here."""
-    data = read_for_inspection(source, sources) if read is None else read
-    if isinstance(data, RaybatchError):
-        return unread(source, data)  # no bytes, no content hash
-    sha, size = sha256_bytes(data), len(data)
-    try:
-        kind = detect_kind(data)
-        with open_source(data, kind, max_page_pixels=max_page_pixels) as doc:
-            return Inspection(source, sha, size, kind, pages=doc.page_count)
-    except InvalidSource as exc:
-        return Inspection(source, sha, size, SourceKind.PDF, problem=exc)
 
 
 @dataclass(frozen=True)
@@ -175,12 +131,6 @@ class Registrar:
 def crashed(source: SourceFile, reason: str) -> Inspection:
     """The inspection of a file whose reader died (a crash of the PDF library, a killed worker)."""
     return unread(source, InvalidSource(f"reading the file crashed its worker: {reason}"))
-
-
-def unread(source: SourceFile, problem: RaybatchError) -> Inspection:
-    """The inspection of a file that could not be read: keyed by its URI, so a rerun finds the job."""
-    digest = sha256_bytes(f"unreadable:{source.uri}".encode())
-    return Inspection(source, digest, source.size, SourceKind.PDF, problem=problem)
 
 
 class Inspector(Protocol):

@@ -14,14 +14,17 @@ and whether the emulator answers). So:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from raybatch.ids import custom_id
 from raybatch.models import REDO_FRESH, ChunkRecord, ChunkStatus, JobRecord, JobStatus
 from raybatch.ocr import open_ocr
 from raybatch.settings import OcrSettings, PrepareSettings, RequestSettings, Settings
-from raybatch.state.port import JobsWithChunks
 from raybatch.steps.build_requests import RequestConfig, request_config
 from raybatch.steps.chunk import ChunkPlan, plan_chunks
+
+if TYPE_CHECKING:  # a type only: prepare tasks import this module, and no database driver
+    from raybatch.state.port import JobsWithChunks
 
 KeyOf = Callable[[JobRecord, int], str]
 

@@ -35,6 +35,16 @@ def test_the_coordinator_reads_prepared_chunks_without_a_pdf_renderer() -> None:
     }
 
 
+def test_registration_and_prepare_tasks_load_no_database_driver() -> None:
+    """A task worker only reads and parses files: the driver records what it found (SQLAlchemy
+    alone is a sixth of a second of each task worker's start)."""
+    code = "import raybatch.shells.tasks"
+    assert _loaded_after(code, ("sqlalchemy", "raybatch.state")) == {
+        "sqlalchemy": False,
+        "raybatch.state": False,
+    }
+
+
 def test_pymupdf_still_reads_text_after_raybatch_left_its_layout_out() -> None:
     code = (
         "import raybatch, pymupdf\n"

@@ -8,23 +8,25 @@ Kept apart from ``raybatch.shells.runtime`` so that these workers import only wh
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 
 from raybatch.collector import settle
 from raybatch.errors import RaybatchError
+from raybatch.inspection import Inspection, inspect_source, read_for_inspection
 from raybatch.models import CachedPage, JobRecord, Priority
 from raybatch.ocr import open_ocr
 from raybatch.ocr.cache import CarriedPageTexts, PageTextLookup
-from raybatch.prepared import PreparedRequests
-from raybatch.register import Inspection, inspect_source, read_for_inspection
 from raybatch.reuse import settings_config
 from raybatch.settings import OcrEngineName, PrepareTaskSettings, Settings, StoreSettings
 from raybatch.sources import SourceFile, read_source_patiently
 from raybatch.steps.chunk import ChunkPlan
 from raybatch.work.prepare import ChunkPreparer, memory_estimate
 from raybatch.work.prepared_chunk import ChunkSummary, PreparedChunk
+
+if TYPE_CHECKING:  # the driver's: a task worker loads no database driver (raybatch.state)
+    from raybatch.prepared import PreparedRequests
 
 
 def _preparer(settings: PrepareTaskSettings) -> ChunkPreparer:
