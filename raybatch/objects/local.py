@@ -1,4 +1,6 @@
-"""A folder as an object store: one file per key, metadata in a hidden JSON sidecar beside it.
+"""A folder as an object store: one file per key, metadata in a hidden JSON sidecar beside it,
+where there is any to keep: an object without metadata whose name says its content type (``.pdf``,
+``.json``: ``IMPLIED_TYPES``) is its file alone, one inode fewer for the filesystem to find.
 
 Writes are atomic (temp file, rename): a reader sees the old object or the new one. Every object of
 a write (``put_many``; ``put`` is one of them) is staged with its sidecar, all made durable together,
@@ -27,6 +29,15 @@ from raybatch.objects.keys import (
     validate_prefix,
 )
 from raybatch.objects.port import DEFAULT_CONTENT_TYPE, ObjectInfo, PutObject
+
+# The content type a name implies: an object of that type without metadata needs no sidecar.
+IMPLIED_TYPES = {
+    ".pdf": "application/pdf",
+    ".webp": "image/webp",
+    ".txt": "text/plain; charset=utf-8",
+    ".json": "application/json",
+    ".parquet": "application/vnd.apache.parquet",
+}
 
 # One object of a write: its key, its bytes in chunks, its content type and metadata.
 _Write = tuple[str, Iterable[bytes], str, Mapping[str, str] | None]
@@ -180,17 +191,24 @@ class LocalObjectStore:
         return self._resolved
 
     def _write(self, objects: Sequence[_Write]) -> None:
-        """Stage every object and its sidecar (each validated first), then commit them together."""
+        """Stage every object and its sidecar (each validated first), then commit them together; an
+        object that needs no sidecar loses the one an earlier version had, once it is renamed."""
         planned = [
-            (key, self._path(key), chunks, _sidecar(kind, meta)) for key, chunks, kind, meta in objects
+            (key, self._path(key), chunks, _sidecar(key, kind, meta)) for key, chunks, kind, meta in objects
         ]
         staged: list[tuple[Path, Path]] = []  # (temp, target), each object before its sidecar
+        unneeded: list[Path] = []
         try:
             for key, path, chunks, sidecar in planned:  # private: outputs are the owner's alone
                 with _translated(f"write {key}"):
                     staged.append((files.stage(path, chunks, private=True, sync=False), path))
                     meta_path = _sidecar_path(path)
-                    staged.append((files.stage(meta_path, [sidecar], private=True, sync=False), meta_path))
+                    if sidecar is None:
+                        unneeded.append(meta_path)
+                    else:
+                        staged.append(
+                            (files.stage(meta_path, [sidecar], private=True, sync=False), meta_path)
+                        )
         except BaseException:
             for tmp, _ in staged:
                 files.discard(tmp)
@@ -199,22 +217,33 @@ class LocalObjectStore:
         if staged:
             with _translated(what):
                 files.commit_all(staged, self._root)
+                for meta_path in unneeded:
+                    with contextlib.suppress(*_MISSING):
+                        os.unlink(meta_path)
 
     @staticmethod
     def _read_sidecar(path: Path) -> tuple[str, dict[str, str]]:
         try:
             saved = json.loads(_sidecar_path(path).read_bytes())
         except _MISSING:
-            return DEFAULT_CONTENT_TYPE, {}  # a file someone put there by hand
+            return _implied_type(path.name), {}  # needed none, or a file someone put there by hand
         except ValueError:
             raise StorageRejected("local metadata sidecar is not valid JSON") from None
         return saved.get("content_type", DEFAULT_CONTENT_TYPE), dict(saved.get("metadata", {}))
 
 
-def _sidecar(content_type: str, metadata: Mapping[str, str] | None) -> bytes:
-    """An object's sidecar: its content type and metadata, validated, as JSON."""
+def _sidecar(key: str, content_type: str, metadata: Mapping[str, str] | None) -> bytes | None:
+    """An object's sidecar: its content type and metadata, validated, as JSON; None when it would
+    say only what the key says."""
     saved = {"content_type": validate_content_type(content_type), "metadata": validate_metadata(metadata)}
+    if not saved["metadata"] and content_type == _implied_type(key):
+        return None
     return json.dumps(saved, ensure_ascii=True).encode()
+
+
+def _implied_type(name: str) -> str:
+    """The content type an object's name implies (``IMPLIED_TYPES``), else the default."""
+    return IMPLIED_TYPES.get(os.path.splitext(name)[1], DEFAULT_CONTENT_TYPE)
 
 
 def _sidecar_path(path: Path) -> Path:

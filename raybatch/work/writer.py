@@ -624,14 +624,16 @@ class ResultWriter:
     def _document_objects(
         self, job: JobRecord, index: int, version: int, made: tuple[bytes, bytes, str]
     ) -> list[PutObject]:
-        """One document version's PDF, thumbnail and text, as objects under its keys."""
+        """One document version's PDF, thumbnail and text, as objects under its keys. The PDF, the
+        document itself, carries its job, index and source name as metadata; the thumbnail and text
+        drawn from it carry none (on a local store, two sidecar files fewer a document)."""
         pdf, thumb, text = made
         metadata = {"job-id": str(job.id), "document-index": str(index), "source-name": job.source_name}
         pdf_key, thumb_key, text_key = self._document_keys(job.id, index, version)
         return [
             PutObject(pdf_key, pdf, "application/pdf", metadata),
-            PutObject(thumb_key, thumb, "image/webp", metadata),
-            PutObject(text_key, text.encode("utf-8"), TEXT_TYPE, metadata),
+            PutObject(thumb_key, thumb, "image/webp"),
+            PutObject(text_key, text.encode("utf-8"), TEXT_TYPE),
         ]
 
     def _put_documents(self, uploads: Sequence[Upload]) -> dict[int, Exception]:

@@ -35,6 +35,44 @@ def test_objects_are_plain_files_with_a_hidden_sidecar(tmp_path: Path) -> None:
     assert store.uri("jobs/1/documents/0.pdf") == str(tmp_path / "jobs/1/documents/0.pdf")
 
 
+def test_an_object_without_metadata_whose_name_says_its_type_is_its_file_alone(tmp_path: Path) -> None:
+    store = LocalObjectStore(tmp_path)
+    store.put_many([
+        PutObject("jobs/1/manifest.json", b"{}", "application/json"),
+        PutObject("jobs/1/documents/0.txt", "ё".encode(), "text/plain; charset=utf-8"),
+        PutObject("jobs/1/documents/0.webp", b"RIFF", "image/webp"),
+        PutObject("jobs/1/documents/1.webp", b"RIFF", "image/png"),  # not what its name says
+        PutObject("jobs/1/raw", b"x"),  # the default type, no name to say another
+    ])  # fmt: skip
+
+    assert _tree(tmp_path / "jobs/1") == [
+        "documents",
+        "documents/.1.webp.meta.json",
+        "documents/0.txt",
+        "documents/0.webp",
+        "documents/1.webp",
+        "manifest.json",
+        "raw",
+    ]
+    types = {key: info.content_type for key in store.list("jobs/") if (info := store.head(key))}
+    assert types == {
+        "jobs/1/documents/0.txt": "text/plain; charset=utf-8",
+        "jobs/1/documents/0.webp": "image/webp",
+        "jobs/1/documents/1.webp": "image/png",
+        "jobs/1/manifest.json": "application/json",
+        "jobs/1/raw": "application/octet-stream",
+    }
+
+
+def test_an_object_put_again_without_metadata_loses_its_old_sidecar(tmp_path: Path) -> None:
+    store = LocalObjectStore(tmp_path)
+    store.put("d/0.pdf", b"%PDF-1", content_type="application/pdf", metadata={"source-name": "a.pdf"})
+    store.put("d/0.pdf", b"%PDF-2", content_type="application/pdf")
+
+    assert _tree(tmp_path) == ["d", "d/0.pdf"]
+    assert store.head("d/0.pdf") == ObjectInfo("d/0.pdf", 6, "application/pdf", {})
+
+
 def test_a_symlink_out_of_the_root_is_refused(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -177,7 +215,7 @@ def test_a_file_where_a_folder_should_be_is_permanent(tmp_path: Path) -> None:
 
     with pytest.raises(StorageRejected):
         store.put("a/b", b"x")
-    assert _tree(tmp_path) == [".a.meta.json", "a"]
+    assert _tree(tmp_path) == ["a"]
 
 
 def test_files_placed_by_hand_are_listed_when_their_names_are_keys(tmp_path: Path) -> None:
@@ -192,7 +230,7 @@ def test_files_placed_by_hand_are_listed_when_their_names_are_keys(tmp_path: Pat
     info = store.head("in/good.pdf")
     assert info is not None and (info.size, info.content_type, dict(info.metadata)) == (
         1,
-        "application/octet-stream",
+        "application/pdf",
         {},
     )
 
