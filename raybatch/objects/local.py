@@ -5,8 +5,8 @@ where there is any to keep: an object without metadata whose name says its conte
 Writes are atomic (temp file, rename): a reader sees the old object or the new one. Every object of
 a write (``put_many``; ``put`` is one of them) is staged with its sidecar, all made durable together,
 then renamed, the object before its sidecar, then the renames made durable (``files.commit_all``:
-two filesystem syncs for the lot). Only a crash between an object's two renames can pair new bytes
-with the previous metadata.
+two filesystem syncs for the lot). Only a crash between an object's two renames (or between its
+rename and the removal of a sidecar it no longer needs) can pair new bytes with the previous metadata.
 """
 
 from __future__ import annotations
