@@ -28,15 +28,15 @@ from raybatch.objects.keys import (
     validate_metadata,
     validate_prefix,
 )
-from raybatch.objects.port import DEFAULT_CONTENT_TYPE, ObjectInfo, PutObject
+from raybatch.objects.port import DEFAULT_CONTENT_TYPE, PARQUET_TYPE, TEXT_TYPE, ObjectInfo, PutObject
 
 # The content type a name implies: an object of that type without metadata needs no sidecar.
 IMPLIED_TYPES = {
     ".pdf": "application/pdf",
     ".webp": "image/webp",
-    ".txt": "text/plain; charset=utf-8",
+    ".txt": TEXT_TYPE,
     ".json": "application/json",
-    ".parquet": "application/vnd.apache.parquet",
+    ".parquet": PARQUET_TYPE,
 }
 
 # One object of a write: its key, its bytes in chunks, its content type and metadata.

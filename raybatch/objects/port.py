@@ -21,6 +21,8 @@ from typing import Protocol
 from raybatch.objects.keys import validate_content_type, validate_key, validate_metadata
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
+TEXT_TYPE = "text/plain; charset=utf-8"  # a document's text
+PARQUET_TYPE = "application/vnd.apache.parquet"  # a documents table file
 
 
 @dataclass(frozen=True)

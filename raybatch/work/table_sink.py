@@ -20,7 +20,7 @@ from raybatch.classes import ClassesFile
 from raybatch.errors import LeaseLost, ObjectNotFound
 from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
-from raybatch.objects.port import ObjectStore
+from raybatch.objects.port import PARQUET_TYPE, ObjectStore
 from raybatch.steps.table import JobRows, conform, documents_table, parquet_bytes, table_schema
 from raybatch.steps.table_files import (
     FileFacts,
@@ -37,7 +37,6 @@ from raybatch.steps.table_files import (
 )
 from raybatch.units import MIB
 
-PARQUET = "application/vnd.apache.parquet"
 GONE = frozenset({JobStatus.CANCELED})  # jobs whose outputs are removed: their rows go too
 STATUS_PAGE = 1000  # job ids asked about in one statement
 
@@ -78,7 +77,7 @@ class TableSink:
             return None
         key = self._new_key(max(rows.provenance.written_at for rows in jobs))
         data = documents_table(jobs, metadata=file_metadata(written_jobs(jobs)), classes=self._classes)
-        self._store.put(key, data, content_type=PARQUET)
+        self._store.put(key, data, content_type=PARQUET_TYPE)
         return key
 
     def compact(
@@ -141,7 +140,8 @@ class TableSink:
     def _put_piece(self, piece: pa.Table) -> str:
         key = self._new_key(self.now())
         metadata = file_metadata(piece_jobs(piece))
-        self._store.put(key, parquet_bytes(piece.replace_schema_metadata(metadata)), content_type=PARQUET)
+        data = parquet_bytes(piece.replace_schema_metadata(metadata))
+        self._store.put(key, data, content_type=PARQUET_TYPE)
         return key
 
     def _new_key(self, written_at: datetime) -> str:

@@ -62,7 +62,7 @@ from raybatch.models import (
     ReviewState,
     TextSource,
 )
-from raybatch.objects.port import ObjectStore, PutObject
+from raybatch.objects.port import TEXT_TYPE, ObjectStore, PutObject
 from raybatch.ocr.cache import PageTextLookup
 from raybatch.review.corrections import redo_correction, redo_plan, redo_region
 from raybatch.review.mark import Thresholds, carried, kept_layout, mark_documents
@@ -88,8 +88,6 @@ from raybatch.work.each_alone import together_else_alone
 from raybatch.work.page_texts import PageTexts, document_text, page_texts
 from raybatch.work.table_sink import TableSink
 from raybatch.work.upload_pool import MOST_AT_ONCE, Upload, UploadPool
-
-TEXT_TYPE = "text/plain; charset=utf-8"
 
 log = logging.getLogger(__name__)
 
