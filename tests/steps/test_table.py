@@ -6,9 +6,11 @@ import datetime
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from raybatch.models import ChunkRecord, ChunkStatus, DocumentRecord, JobRecord, JobStatus, SourceKind
+from raybatch.steps import table as table_module
 from raybatch.steps.table import SCHEMA, JobRows, Provenance, documents_table, read_table_files
 
 WRITTEN = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
@@ -133,3 +135,22 @@ def test_an_older_file_without_a_column_still_reads() -> None:
     pq.write_table(old, out)
     got = _read(out.getvalue()).to_pylist()
     assert got[0]["job_id"] == 9 and got[0]["counterparty"] is None and got[0]["written_at"] is None
+
+
+def _codecs(data: bytes) -> set[str]:
+    meta = pq.ParquetFile(pa.BufferReader(data)).metadata
+    return {meta.row_group(0).column(c).compression for c in range(meta.num_columns)}
+
+
+def test_a_group_of_a_few_rows_is_snappy_and_a_big_table_zstd(monkeypatch: pytest.MonkeyPatch) -> None:
+    """zstd's context for each column costs more than it saves on a few rows (the files are read
+    again at the run's end, to be compacted); a compacted table's big files are zstd."""
+    assert _codecs(documents_table([rows(1, 2)])) == {"SNAPPY"}
+    monkeypatch.setattr(table_module, "ZSTD_FROM_BYTES", 1)
+    assert _codecs(documents_table([rows(1, 2)])) == {"ZSTD"}
+    assert _pairs_read(documents_table([rows(1, 2)])) == [(1, 0), (1, 1)]
+
+
+def _pairs_read(data: bytes) -> list[tuple[int, int]]:
+    table = _read(data)
+    return list(zip(table["job_id"].to_pylist(), table["index"].to_pylist(), strict=True))
