@@ -45,6 +45,7 @@ class CoordinatorHandle:
         """Say whether more work is coming soon."""
         return self._actor.flush.remote(flush)
 
-    def snapshot(self) -> Any:
-        """The ref of a ``CoordinatorSnapshot``."""
-        return self._actor.snapshot.remote()
+    def snapshot(self, settled: int = -1, wait: float = 0.0) -> Any:
+        """The ref of a ``CoordinatorSnapshot``, taken once more than ``settled`` passes settled
+        answered jobs, or after ``wait`` seconds."""
+        return self._actor.snapshot.remote(settled, wait)

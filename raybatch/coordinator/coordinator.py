@@ -75,6 +75,29 @@ class CoordinatorSnapshot:
     parked: bool
     running: bool
     stopped: str | None = None  # why no work can be sent at all (credentials rejected)
+    settled: int = 0  # passes that settled answered jobs so far: a driver waits for the next one
+
+
+class Settled:
+    """A count of the passes that settled answered jobs (batch results, synchronous answers, the
+    spool), and a wait for the next one: a driver that waits for it takes the answers to its
+    writers as they are filed, not at its next look at the database."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._next = asyncio.Event()
+
+    def bump(self) -> None:
+        self.count += 1
+        self._next.set()
+        self._next = asyncio.Event()
+
+    async def after(self, seen: int, seconds: float) -> None:
+        """Return once the count passed ``seen``, or after ``seconds``."""
+        if self.count > seen or seconds <= 0:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._next.wait(), seconds)
 
 
 class BatchCoordinator:
@@ -116,12 +139,13 @@ class BatchCoordinator:
         self._offers = Offers(
             state, filer, io=self._io, park_seconds=claude.park_seconds, monotonic=monotonic
         )
+        self._settled = Settled()
         self._sync = SyncCalls(
             state,
             messages or AnthropicMessageClient(claude),
             filer,
             io=self._io,
-            settle=self._offers.settle,
+            settle=self._settle,
             on_permanent=self._offers.fail_jobs,
             on_parked=self._offers.park,
             tag=sync_tag(self.id),
@@ -133,7 +157,7 @@ class BatchCoordinator:
             batches,
             filer,
             io=self._io,
-            settle=self._offers.settle,
+            settle=self._settle,
             metrics=metrics,
             deadline=claude.poll_deadline,
             sleep=sleep,
@@ -167,7 +191,7 @@ class BatchCoordinator:
             io=self._io,
             creator=creator,
             sync=self._sync,
-            settle=self._offers.settle,
+            settle=self._settle,
             monotonic=monotonic,
             beat_io=self._on(self._beat_pool),
         )
@@ -204,10 +228,12 @@ class BatchCoordinator:
         if flush and self._offers.unsent:
             self._wake.set()
 
-    async def snapshot(self) -> CoordinatorSnapshot:
-        """The backlog and what is in flight; also restarts the loop after an actor restart."""
+    async def snapshot(self, settled: int = -1, wait: float = 0.0) -> CoordinatorSnapshot:
+        """The backlog and what is in flight; also restarts the loop after an actor restart. Taken
+        once more answered jobs than ``settled`` were settled, or after ``wait`` seconds."""
         self._called()
         self._ensure_running()
+        await self._settled.after(settled, wait)
         active = await self._io(self._state.active_batches)
         paused = await self._io(self._state.is_paused)
         # The backlog is what still waits for a batch: offers stay here until answered (a retry
@@ -222,6 +248,7 @@ class BatchCoordinator:
             parked=self._offers.parked,
             running=self._loop_task is not None and not self._loop_task.done(),
             stopped=self._offers.stopped,
+            settled=self._settled.count,
         )
 
     async def stop(self) -> None:
@@ -316,6 +343,11 @@ class BatchCoordinator:
         task = asyncio.get_running_loop().create_task(self._sync_pass(), name="sync-pass")
         self._sync_passes.add(task)
         task.add_done_callback(self._sync_passes.discard)
+
+    async def _settle(self, job_ids: set[int]) -> None:
+        """Move jobs on by their filed chunks (``Offers.settle``); a driver waiting hears of it."""
+        await self._offers.settle(job_ids)
+        self._settled.bump()
 
     async def _sync_pass(self) -> None:
         try:

@@ -44,7 +44,7 @@ SWEEP_SECONDS = 1.0  # at most this often
 SWEEP_MARGIN_SECONDS = 2.0
 FULL_SWEEP_SECONDS = 10.0
 ANSWERED_POLL_SECONDS = 0.2  # how often idle writers look for answered jobs, between events
-SNAPSHOT_SECONDS = 0.25  # how often the coordinator's backlog is asked for
+SNAPSHOT_SECONDS = 0.25  # the longest a snapshot of the coordinator's backlog waits for answers
 FLUSH_SECONDS = 5.0  # the flush flag is sent again this often (a restarted coordinator lost it)
 PROGRESS_SECONDS = 0.2
 PARKED_SECONDS = 1.0  # how often progress asks the database whether sending is parked
@@ -178,7 +178,7 @@ class Driver:
         self._snapshot_ref: Any = None
         now = monotonic()
         self._started = self._last_renew = self._moved_at = now
-        self._asked_snapshot = self._asked_answered = self._sent_flush = self._reported = -1e9
+        self._asked_answered = self._sent_flush = self._reported = -1e9
         self._parked_at: float = -1e9
         self._parked_why: str | None = None
         self._swept = self._asked_urgent = -1e9
@@ -537,17 +537,20 @@ class Driver:
 
     def _refresh_snapshot(self) -> None:
         """Take the coordinator's snapshot when it is there, without waiting: the first steps
-        prepare while the actor is still starting."""
+        prepare while the actor is still starting. One is always asked for; it comes once the
+        coordinator settled answered jobs, or after SNAPSHOT_SECONDS: the step it wakes admits them
+        to the writers at once (not at the next look, which left a run's last answers waiting)."""
         try:
             if self._snapshot_ref is None:
-                if self._monotonic() - self._asked_snapshot < SNAPSHOT_SECONDS:
-                    return
-                self._asked_snapshot = self._monotonic()
-                self._snapshot_ref = self._coordinator.snapshot()
+                settled = self._snapshot.settled if self._snapshot is not None else -1
+                self._snapshot_ref = self._coordinator.snapshot(settled, SNAPSHOT_SECONDS)
             if not self._parts.ready(self._snapshot_ref):
                 return
             ref, self._snapshot_ref = self._snapshot_ref, None
+            seen = self._snapshot.settled if self._snapshot is not None else 0
             self._snapshot = self._parts.call(ref)
+            if self._snapshot.settled != seen:
+                self._asked_answered = -1e9  # look for the answered jobs now
         except RayActorError as exc:
             self._snapshot_ref = None
             self._reconnect(exc)

@@ -155,8 +155,8 @@ class CoordinatorActor:
     async def flush(self, flush: bool = True) -> None:
         await self._coordinator.flush(flush)
 
-    async def snapshot(self) -> Any:
-        return await self._coordinator.snapshot()
+    async def snapshot(self, settled: int = -1, wait: float = 0.0) -> Any:
+        return await self._coordinator.snapshot(settled, wait)
 
     async def stop(self) -> None:
         await self._coordinator.stop()

@@ -156,7 +156,7 @@ class CoordinatorState:
     def flush(self, flush: bool = True) -> None:
         return None
 
-    def snapshot(self) -> CoordinatorSnapshot:
+    def snapshot(self, settled: int = -1, wait: float = 0.0) -> CoordinatorSnapshot:
         return CoordinatorSnapshot(len(self.offers), 0, 0, 0, False, False, True)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from driver_support import (
 from ray.exceptions import ActorDiedError, RayActorError
 
 from raybatch.loops import driver as driver_module
-from raybatch.loops.driver import GROW_NOW_JOBS, Driver
+from raybatch.loops.driver import GROW_NOW_JOBS, SNAPSHOT_SECONDS, Driver
 from raybatch.models import JobStatus, Priority
 from raybatch.state import SqlStateStore
 from raybatch.steps import deal
@@ -167,16 +168,44 @@ def test_claims_never_exceed_the_window(state: SqlStateStore) -> None:
     assert max(held) == 3  # the window was used, never passed
 
 
+@dataclass
+class CountsSettles(CoordinatorState):
+    """Each offer answered and settled at once; its snapshots say how many, and record how asked."""
+
+    asked: list[tuple[int, float]] = field(default_factory=list)
+
+    def snapshot(self, settled: int = -1, wait: float = 0.0) -> Any:
+        from dataclasses import replace
+
+        self.asked.append((settled, wait))
+        return replace(super().snapshot(settled, wait), settled=len(self.offered))
+
+
+def test_the_driver_always_asks_for_the_next_settle_with_the_count_it_saw(state: SqlStateStore) -> None:
+    """So the coordinator answers as it settles answered jobs, and the step it wakes writes them."""
+    jobs = [pending_job(state, n) for n in range(3)]
+    coordinator = CountsSettles(state)
+    handle = StandInCoordinator(coordinator)
+    parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: handle)
+    ended = Driver(state, jobs, parts, **Pauses([]).paced()).run()
+
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * 3
+    assert coordinator.asked[0] == (-1, SNAPSHOT_SECONDS)  # the first: at once, whatever it settled
+    assert all(wait == SNAPSHOT_SECONDS for _, wait in coordinator.asked)
+    seen = [settled for settled, _ in coordinator.asked[1:]]
+    assert seen == sorted(seen) and seen[-1] == len(coordinator.offered)  # each carries the last count
+
+
 class RestartsInPlace(CoordinatorState):
     """Ray restarts the actor between two calls: its offers are gone, and no call ever failed."""
 
     restarted: bool = False
 
-    def snapshot(self) -> Any:
+    def snapshot(self, settled: int = -1, wait: float = 0.0) -> Any:
         if self.offers and not self.restarted:
             self.offers.clear()
             self.restarted, self.answer = True, True
-        return super().snapshot()
+        return super().snapshot(settled, wait)
 
 
 def test_offers_lost_by_a_coordinator_restarted_in_place_are_made_again(state: SqlStateStore) -> None:
@@ -196,8 +225,8 @@ class DiesAfterLosingOffers(RestartsInPlace):
 
     handle: StandInCoordinator
 
-    def snapshot(self) -> Any:
-        taken = super().snapshot()
+    def snapshot(self, settled: int = -1, wait: float = 0.0) -> Any:
+        taken = super().snapshot(settled, wait)
         self.handle.dead = self.handle.dead or self.restarted
         return taken
 
@@ -219,11 +248,11 @@ def test_a_coordinator_that_dies_while_offers_are_made_again_is_fetched_again(st
 class RejectsTheKey(CoordinatorState):
     """A coordinator whose API key was rejected: it says so in its snapshot, and answers nothing."""
 
-    def snapshot(self) -> Any:
+    def snapshot(self, settled: int = -1, wait: float = 0.0) -> Any:
         from dataclasses import replace
 
         reason = "Claude rejected the credentials; set ANTHROPIC_API_KEY and run again (401)"
-        return replace(super().snapshot(), stopped=reason)
+        return replace(super().snapshot(settled, wait), stopped=reason)
 
 
 def test_rejected_credentials_end_the_run_at_once_with_the_reason(state: SqlStateStore) -> None:
