@@ -16,7 +16,10 @@ from raybatch.errors import InvalidSource, SourceProblem
 from raybatch.steps.searchable import add_invisible_text
 
 PRODUCER = "raybatch"
-_METADATA = {"producer": PRODUCER, "creator": PRODUCER}
+# The /Info dictionary every slice gets, as ``set_metadata`` would make it on a new document (the
+# same bytes), written as one object: ``set_metadata`` sets each key on its own and reads all the
+# metadata back after each, 0.19 ms of a small document's 0.42 ms save.
+_INFO = f"<</Producer({PRODUCER})/Creator({PRODUCER})>>"
 
 
 def slice_document(
@@ -91,6 +94,8 @@ def upright_turn(rotation: int) -> int:
 
 def deterministic_bytes(doc: pymupdf.Document) -> bytes:
     """The document saved compactly with fixed metadata and no file id: same input, same bytes."""
-    doc.set_metadata(dict(_METADATA))
+    info = doc.get_new_xref()
+    doc.update_object(info, _INFO)
+    doc.xref_set_key(-1, "Info", f"{info} 0 R")  # any /Info of the document's own is replaced
     doc.del_xml_metadata()
     return doc.tobytes(garbage=3, deflate=True, no_new_id=True)

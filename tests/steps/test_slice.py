@@ -110,6 +110,17 @@ def test_same_input_gives_the_same_bytes() -> None:
     assert b"/ID" not in first
 
 
+def test_a_slice_names_raybatch_and_carries_none_of_the_source_metadata() -> None:
+    source = _source(2)
+    source.set_metadata({"title": "Payroll 2026", "author": "Jane Roe", "producer": "Scanner 9"})
+    source.set_xml_metadata("<x:xmpmeta xmlns:x='adobe:ns:meta/'>Jane Roe</x:xmpmeta>")
+    sliced = slice_document(pymupdf.open("pdf", source.tobytes()), 1, 1, {})
+    meta = pymupdf.open("pdf", sliced).metadata
+    named = (meta["producer"], meta["creator"], meta["title"], meta["author"])
+    assert named == ("raybatch", "raybatch", "", "")
+    assert b"Jane Roe" not in sliced and b"Payroll" not in sliced
+
+
 def test_slice_leaves_the_source_untouched() -> None:
     source = _source(2)
     slice_document(source, 1, 2, {1: 90, 2: 180})
