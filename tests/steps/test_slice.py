@@ -7,7 +7,8 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from raybatch.steps.slice import slice_document
+from raybatch.steps.searchable import add_invisible_text
+from raybatch.steps.slice import saved_bytes, slice_document
 
 WIDTH, HEIGHT = 595, 842
 LINE = "Invoice No. 42 from Acme Trading"
@@ -173,3 +174,40 @@ def test_every_openable_qpdf_file_slices_or_fails_with_a_reason() -> None:
         assert copy.page_count == source.page_count
         sliced += 1
     assert sliced > 80
+
+
+def _copied(source: pymupdf.Document, turn: int = 0) -> pymupdf.Document:
+    """What a slice saves: the source's pages in a new document, the first turned by ``turn``."""
+    out = pymupdf.open()
+    out.insert_pdf(source)
+    out[0].set_rotation((out[0].rotation + turn) % 360)
+    return out
+
+
+def test_a_slice_is_saved_byte_for_byte_as_pymupdf_tobytes_saves_it() -> None:
+    """Its own save (no Python callback for each piece of the file) must not change the files."""
+    from raybatch.steps.open_source import detect_kind, open_source, render_check
+
+    def same(make: object) -> bool:
+        first, second = make(), make()  # type: ignore[operator]
+        return saved_bytes(first) == second.tobytes(garbage=3, deflate=True, no_new_id=True)
+
+    def searchable() -> pymupdf.Document:
+        out = _copied(_source(2), 90)
+        add_invisible_text(out[1], "Invoice 42 from Acme, scanned")
+        out.subset_fonts()
+        return out
+
+    assert same(searchable)
+    compared = 0
+    for path in sorted(QPDF_CORPUS.glob("*.pdf")):
+        data = path.read_bytes()
+        try:
+            source = open_source(data, detect_kind(data), max_page_pixels=150_000_000)
+            render_check(source)
+            _copied(source)
+        except Exception:  # unopenable, or a copy that needs the clean path (above)
+            continue
+        assert same(lambda source=source: _copied(source, 180)), path.name
+        compared += 1
+    assert compared > 80
