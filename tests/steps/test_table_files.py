@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import datetime
 import io
-import subprocess
-import sys
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -57,22 +54,6 @@ def test_rows_come_in_job_and_index_order_from_few_runs_or_many() -> None:
     many = [_file(rows(job, 2)) for job in range(SLICED_RUNS + 6, 0, -1)]  # each a run of its own
     in_order = [(job, i) for job in range(1, SLICED_RUNS + 7) for i in (0, 1)]
     assert _pairs(read_documents_table(many)) == in_order
-
-
-def test_reading_a_few_files_loads_neither_pandas_nor_pyarrow_compute(tmp_path: Path) -> None:
-    """The run's end compacts the table in the driver: 0.1 s of imports for a table of a few rows."""
-    for n, job in enumerate([3, 1, 2]):
-        (tmp_path / f"part-{n}.parquet").write_bytes(_file(rows(job, 2), rows(job + 10, 1)))
-    probe = (
-        "import sys\nfrom pathlib import Path\n"
-        "from raybatch.steps.table import parquet_bytes\n"
-        "from raybatch.steps.table_files import piece_jobs, read_documents_table\n"
-        f"table = read_documents_table(Path({str(tmp_path)!r}))\n"
-        "parquet_bytes(table)\npiece_jobs(table)\n"
-        "print(table.num_rows, 'pandas' in sys.modules, 'pyarrow.compute' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["9", "False", "False"]
 
 
 def test_a_job_rewritten_without_documents_has_none() -> None:
