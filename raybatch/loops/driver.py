@@ -24,7 +24,7 @@ from typing import Any, ParamSpec, Protocol
 from ray.exceptions import RayActorError
 
 from raybatch.coordinator.calls import CoordinatorHandle
-from raybatch.errors import AuthenticationFailed, RaybatchError
+from raybatch.errors import AuthenticationFailed, RaybatchError, TransientError
 from raybatch.loops.scheduler import PrepareScheduler, ReadyJob
 from raybatch.loops.writer_pool import WriterPool
 from raybatch.models import TERMINAL_JOB_STATUSES, JobRecord, JobStatus, Lease, Priority
@@ -178,7 +178,7 @@ class Driver:
         self._snapshot_ref: Any = None
         now = monotonic()
         self._started = self._last_renew = self._moved_at = now
-        self._asked_answered = self._sent_flush = self._reported = -1e9
+        self._asked_answered = self._sent_flush = self._reported = self._snapshot_again_at = -1e9
         self._parked_at: float = -1e9
         self._parked_why: str | None = None
         self._swept = self._asked_urgent = -1e9
@@ -542,6 +542,8 @@ class Driver:
         to the writers at once (not at the next look, which left a run's last answers waiting)."""
         try:
             if self._snapshot_ref is None:
+                if self._monotonic() < self._snapshot_again_at:
+                    return
                 settled = self._snapshot.settled if self._snapshot is not None else -1
                 self._snapshot_ref = self._coordinator.snapshot(settled, SNAPSHOT_SECONDS)
             if not self._parts.ready(self._snapshot_ref):
@@ -554,6 +556,11 @@ class Driver:
         except RayActorError as exc:
             self._snapshot_ref = None
             self._reconnect(exc)
+            return
+        except TransientError as exc:  # its database away (Ray raises a task's error as its cause's type)
+            self._snapshot_ref = None
+            self._snapshot_again_at = self._monotonic() + SNAPSHOT_SECONDS  # the last one serves meanwhile
+            log.info("the coordinator's snapshot failed, asked again in %.2f s: %s", SNAPSHOT_SECONDS, exc)
             return
         if self._snapshot.stopped:  # e.g. the API key was rejected: no job can be sent any more
             log.error("the run stops: %s", self._snapshot.stopped)

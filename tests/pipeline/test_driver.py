@@ -19,6 +19,7 @@ from driver_support import (
 )
 from ray.exceptions import ActorDiedError, RayActorError
 
+from raybatch.errors import DatabaseUnavailable
 from raybatch.loops import driver as driver_module
 from raybatch.loops.driver import GROW_NOW_JOBS, SNAPSHOT_SECONDS, Driver
 from raybatch.models import JobStatus, Priority
@@ -194,6 +195,36 @@ def test_the_driver_always_asks_for_the_next_settle_with_the_count_it_saw(state:
     assert all(wait == SNAPSHOT_SECONDS for _, wait in coordinator.asked)
     seen = [settled for settled, _ in coordinator.asked[1:]]
     assert seen == sorted(seen) and seen[-1] == len(coordinator.offered)  # each carries the last count
+
+
+@dataclass
+class DatabaseAwayAtFirst(CoordinatorState):
+    """Its first snapshots fail as a coordinator's do while its database is away."""
+
+    failures: int = 2
+    asked_at: list[float] = field(default_factory=list)
+    clock: Any = None
+
+    def snapshot(self, settled: int = -1, wait: float = 0.0) -> Any:
+        self.asked_at.append(self.clock.monotonic())
+        if len(self.asked_at) <= self.failures:
+            raise DatabaseUnavailable("state database unavailable: connection refused")
+        return super().snapshot(settled, wait)
+
+
+def test_a_snapshot_that_fails_for_a_database_outage_is_asked_again_later(state: SqlStateStore) -> None:
+    """A coordinator's database may go away while a snapshot waits for a settle: the run goes on."""
+    jobs = [pending_job(state, n) for n in range(2)]
+    pauses = Pauses([])
+    coordinator = DatabaseAwayAtFirst(state, clock=pauses.clock)
+    handle = StandInCoordinator(coordinator)
+    parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: handle)
+    ended = Driver(state, jobs, parts, **pauses.paced()).run()
+
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
+    assert len(coordinator.asked_at) >= 2  # asked again after a failure
+    gaps = [b - a for a, b in itertools.pairwise(coordinator.asked_at[: coordinator.failures + 1])]
+    assert all(gap >= SNAPSHOT_SECONDS for gap in gaps)  # not asked again at once, in a loop
 
 
 class RestartsInPlace(CoordinatorState):
