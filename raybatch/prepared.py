@@ -11,7 +11,7 @@ from raybatch.claude.records import PreparedRequest
 from raybatch.errors import ObjectNotFound
 from raybatch.ids import OutputKeys
 from raybatch.objects import open_store
-from raybatch.objects.port import ObjectStore
+from raybatch.objects.port import JSON_TYPE, ObjectStore
 from raybatch.outage import patient_store
 from raybatch.settings import Settings, StoreSettings
 from raybatch.state.port import Flags
@@ -48,7 +48,7 @@ class PreparedRequests:
         }
         data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
         key = self._keys.prepared_request(request.job_id, request.n)
-        self._store.put(key, data, content_type="application/json")
+        self._store.put(key, data, content_type=JSON_TYPE)
 
     def load(self, job_id: int, n: int, processing_key: str) -> PreparedChunk | None:
         """The chunk kept for (job, n) when it was prepared under ``processing_key``; None otherwise.

@@ -23,7 +23,7 @@ from raybatch.claude.records import RequestResult
 from raybatch.errors import ObjectNotFound
 from raybatch.ids import OutputKeys, parse_custom_id
 from raybatch.models import ResultType, Usage
-from raybatch.objects.port import ObjectStore
+from raybatch.objects.port import JSON_TYPE, ObjectStore
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class AnswerSpool:
         """Write one answer durably (the same chunk again replaces it)."""
         entry = {"batch_id": batch_id, "result": dataclasses.asdict(result)}
         data = json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
-        self._store.put(self._key(result.custom_id), data, content_type="application/json")
+        self._store.put(self._key(result.custom_id), data, content_type=JSON_TYPE)
 
     def read(self) -> list[Spooled]:
         """Every answer the spool holds, by custom_id; raises when the store cannot be read."""

@@ -28,14 +28,23 @@ from raybatch.objects.keys import (
     validate_metadata,
     validate_prefix,
 )
-from raybatch.objects.port import DEFAULT_CONTENT_TYPE, PARQUET_TYPE, TEXT_TYPE, ObjectInfo, PutObject
+from raybatch.objects.port import (
+    DEFAULT_CONTENT_TYPE,
+    JSON_TYPE,
+    PARQUET_TYPE,
+    PDF_TYPE,
+    TEXT_TYPE,
+    WEBP_TYPE,
+    ObjectInfo,
+    PutObject,
+)
 
 # The content type a name implies: an object of that type without metadata needs no sidecar.
 IMPLIED_TYPES = {
-    ".pdf": "application/pdf",
-    ".webp": "image/webp",
+    ".pdf": PDF_TYPE,
+    ".webp": WEBP_TYPE,
     ".txt": TEXT_TYPE,
-    ".json": "application/json",
+    ".json": JSON_TYPE,
     ".parquet": PARQUET_TYPE,
 }
 

@@ -43,7 +43,7 @@ from raybatch.objects.keys import (
     validate_metadata,
     validate_prefix,
 )
-from raybatch.objects.port import DEFAULT_CONTENT_TYPE, ObjectInfo, PutObject, put_each
+from raybatch.objects.port import DEFAULT_CONTENT_TYPE, JSON_TYPE, ObjectInfo, PutObject, put_each
 from raybatch.objects.s3auth import s3_credentials
 from raybatch.retry import Backoff, retrying
 from raybatch.settings import StoreSettings
@@ -341,7 +341,7 @@ class MinioObjectStore:
         self._run(
             f"put {key}",
             lambda c: c.put_object(
-                self.bucket, self._name(sidecar), io.BytesIO(body), len(body), content_type="application/json"
+                self.bucket, self._name(sidecar), io.BytesIO(body), len(body), content_type=JSON_TYPE
             ),
         )
         return sidecar

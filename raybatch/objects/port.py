@@ -21,7 +21,10 @@ from typing import Protocol
 from raybatch.objects.keys import validate_content_type, validate_key, validate_metadata
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
+PDF_TYPE = "application/pdf"  # a document
+WEBP_TYPE = "image/webp"  # a document's thumbnail
 TEXT_TYPE = "text/plain; charset=utf-8"  # a document's text
+JSON_TYPE = "application/json"  # a manifest, a spooled answer, a kept request, an S3 sidecar
 PARQUET_TYPE = "application/vnd.apache.parquet"  # a documents table file
 
 

@@ -62,7 +62,7 @@ from raybatch.models import (
     ReviewState,
     TextSource,
 )
-from raybatch.objects.port import TEXT_TYPE, ObjectStore, PutObject
+from raybatch.objects.port import JSON_TYPE, PDF_TYPE, TEXT_TYPE, WEBP_TYPE, ObjectStore, PutObject
 from raybatch.ocr.cache import PageTextLookup
 from raybatch.review.corrections import redo_correction, redo_plan, redo_region
 from raybatch.review.mark import Thresholds, carried, kept_layout, mark_documents
@@ -629,8 +629,8 @@ class ResultWriter:
         metadata = {"job-id": str(job.id), "document-index": str(index), "source-name": job.source_name}
         pdf_key, thumb_key, text_key = self._document_keys(job.id, index, version)
         return [
-            PutObject(pdf_key, pdf, "application/pdf", metadata),
-            PutObject(thumb_key, thumb, "image/webp"),
+            PutObject(pdf_key, pdf, PDF_TYPE, metadata),
+            PutObject(thumb_key, thumb, WEBP_TYPE),
             PutObject(text_key, text.encode("utf-8"), TEXT_TYPE),
         ]
 
@@ -769,7 +769,7 @@ def _lost(lease: Lease) -> LeaseLost:
 
 def _json_object(key: str, data: bytes) -> PutObject:
     json.loads(data)  # never write a manifest that does not parse
-    return PutObject(key, data, "application/json")
+    return PutObject(key, data, JSON_TYPE)
 
 
 # A known spelling's identity is pure and costly to derive (names normalised): once per writer.
