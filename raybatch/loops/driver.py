@@ -52,12 +52,12 @@ URGENT_POLL_SECONDS = 0.25  # how often urgent pending jobs are looked for in th
 URGENT_LOOKAHEAD = 100  # urgent jobs of other runs passed over when looking for this run's
 RECONNECT_BACKOFF = Backoff(initial=0.2, factor=2.0, cap=5.0)  # a dead coordinator fetched again
 # Answered jobs waiting, every writer busy, that start another writer at once rather than after
-# WRITER_GROW_SECONDS: a whole write call's worth is a backlog, not a small run's last few jobs.
-GROW_NOW_JOBS = GROUP_JOBS
+# WRITER_GROW_SECONDS: a backlog, not a small run's last few jobs.
+GROW_NOW_JOBS = 32
 # The run's own jobs still to end, for each writer started, that start another with the first (or
 # with the next, as registering finds more): a backlog's writers start up while it is prepared,
 # not once its answers wait for them (a writer's start is about a second of CPU).
-BACKLOG_JOBS_PER_WRITER = 4 * GROUP_JOBS
+BACKLOG_JOBS_PER_WRITER = 128
 
 P = ParamSpec("P")
 

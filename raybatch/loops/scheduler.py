@@ -32,7 +32,6 @@ from raybatch.models import (
 from raybatch.reuse import outstanding_of
 from raybatch.state.port import JobsWithChunks, PageTexts
 from raybatch.steps.chunk import ChunkPlan
-from raybatch.steps.deal import GROUP_JOBS
 from raybatch.work.prepared_chunk import ChunkSummary
 
 log = logging.getLogger(__name__)
@@ -46,7 +45,7 @@ SAVE_SECONDS = 0.25
 # of them and GROUP_SOURCE_BYTES of sources, one task of the cap (a task holds one CPU, whatever it
 # carries; its memory request counts each chunk). Big jobs, urgent ones and sources read with the
 # store's keys get a task per chunk.
-GROUP_CHUNKS = GROUP_JOBS  # as many as a write call carries: a task's and a result's cost, shared
+GROUP_CHUNKS = 32  # a task's and a result's cost, shared; more would hold back the first chunks
 GROUP_SOURCE_BYTES = 4_000_000
 
 

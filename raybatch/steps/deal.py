@@ -14,7 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-GROUP_JOBS = 32  # the most jobs one write call carries
+# The most jobs one write call carries. A call costs its writer about 20 ms besides its jobs (its
+# reads, the rows' and manifests' statements, the table file, each put's syncs): 0.7 ms a small job
+# in calls of 32, 0.2 in calls of 128 (a writer's whole cost, 6.1 ms a job, became 5.5).
+GROUP_JOBS = 128
 GROUP_MB = 4.0  # ... while their source MB stay within this; a larger job goes alone
 
 T = TypeVar("T")

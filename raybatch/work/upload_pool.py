@@ -28,7 +28,7 @@ MOST_AT_ONCE = 4  # the pool's threads: the most batches under way
 # A batch is sent once its documents hold BATCH_BYTES (so a scanned document, a megabyte or more,
 # is put alone while the next is built, as before) or BATCH_DOCUMENTS (a write call's small jobs).
 BATCH_BYTES = MIB
-BATCH_DOCUMENTS = 32
+BATCH_DOCUMENTS = 128
 
 
 @dataclass(frozen=True)

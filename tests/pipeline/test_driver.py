@@ -441,7 +441,8 @@ def test_another_writer_starts_only_while_answered_jobs_wait_for_one(
 def test_a_backlog_of_answered_jobs_starts_another_writer_at_once(state: SqlStateStore) -> None:
     """GROW_NOW_JOBS answered jobs waiting for a busy writer are a backlog: the next writer starts
     without waiting out WRITER_GROW_SECONDS (which a small run's last few jobs do)."""
-    jobs = [answered_job(state, n) for n in range(2 * GROW_NOW_JOBS + 8)]
+    # the first writer's call takes GROUP_JOBS of them; more than GROW_NOW_JOBS are left waiting
+    jobs = [answered_job(state, n) for n in range(deal.GROUP_JOBS + GROW_NOW_JOBS + 8)]
     pauses = Pauses([])
     clock = pauses.clock
     parts = driver_parts(state, StandInTasks(), [], lambda: StandInCoordinator(CoordinatorState(state)))

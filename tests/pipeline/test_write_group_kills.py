@@ -26,9 +26,9 @@ from raybatch.work.upload_pool import BATCH_DOCUMENTS
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 # The third job is slow to write: the kill lands while it is written. Its first documents go in the
-# call's first upload batch with jobs 1 and 2, so once job 2's objects show, three batches of it are
-# still to build, not a handful of documents a loaded machine would finish before the kill.
-PAGES = [1, 1, 4 * BATCH_DOCUMENTS, 1, 1]
+# call's first upload batch with jobs 1 and 2, so once job 2's objects show, about a hundred of its
+# documents are still to build, not a handful a loaded machine would finish before the kill.
+PAGES = [1, 1, BATCH_DOCUMENTS + 96, 1, 1]
 
 
 def test_a_group_write_killed_midway_leaves_no_job_half_written_or_written_twice(
