@@ -37,7 +37,9 @@ class ExpiredResults(AnthropicBatchClient):
 async def test_a_batch_whose_results_are_gone_loses_only_itself(
     emulator: EmulatorServer, state: SqlStateStore
 ) -> None:
-    emulator.config.processing_seconds = 0.3
+    # The first batch is still in flight after the step that made it, however slow the machine;
+    # then its results go, and the batches after it take 0.3 s.
+    emulator.config.processing_seconds = 2.0
     poisoned = prepared_job(state, bundle_texts(0), name="poisoned")
     healthy = prepared_job(state, bundle_texts(1), name="healthy")
     settings = claude(emulator)
@@ -49,6 +51,7 @@ async def test_a_batch_whose_results_are_gone_loses_only_itself(
     await coord.step()
     [first] = state.active_batches()
     client.gone.add(first.anthropic_id or "")
+    emulator.config.processing_seconds = 0.3
     await offer(coord, healthy)
     await run_until(coord, state, [poisoned.job_id, healthy.job_id])
     await coord.stop()
