@@ -22,13 +22,16 @@ from dataclasses import dataclass
 
 from raybatch.models import Lease
 from raybatch.objects.port import PutObject
+from raybatch.steps.deal import GROUP_JOBS
 from raybatch.units import MIB
 
 MOST_AT_ONCE = 4  # the pool's threads: the most batches under way
 # A batch is sent once its documents hold BATCH_BYTES (so a scanned document, a megabyte or more,
-# is put alone while the next is built, as before) or BATCH_DOCUMENTS (a write call's small jobs).
+# is put alone while the next is built, as before) or BATCH_DOCUMENTS: a whole write call of small
+# jobs, in one batch (smaller batches put beside the build took turns with it for Python's lock,
+# and each added its syncs: slower, docs/benchmarks.md).
 BATCH_BYTES = MIB
-BATCH_DOCUMENTS = 128
+BATCH_DOCUMENTS = GROUP_JOBS
 
 
 @dataclass(frozen=True)
