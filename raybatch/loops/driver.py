@@ -13,6 +13,7 @@ the driver re-offers the prepared payloads it owns.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections import Counter, deque
@@ -326,14 +327,18 @@ class Driver:
         ids = self._sweep[self._cursor : self._cursor + SWEEP_SIZE]
         self._cursor += SWEEP_SIZE
         if ids:
-            for job in self._state.glance_jobs(ids, changed_within=self._changed_within):
-                if job.priority is Priority.URGENT:
-                    self._urgent.add(job.id)
-                if self._holds(job.id):
-                    self._stop_if_canceled(job)
-                # A prepared job held by another driver is looked at again: that driver may be gone.
-                elif job.status is not self._seen[job.id] or self._orphan(job):
-                    self._see(job.id, job.status)
+            self._look(ids, self._changed_within)
+
+    def _look(self, ids: Sequence[int], changed_within: float | None = None) -> None:
+        """Take in what the database says of these jobs (see ``_sweep_some``)."""
+        for job in self._state.glance_jobs(ids, changed_within=changed_within):
+            if job.priority is Priority.URGENT:
+                self._urgent.add(job.id)
+            if self._holds(job.id):
+                self._stop_if_canceled(job)
+            # A prepared job held by another driver is looked at again: that driver may be gone.
+            elif job.status is not self._seen[job.id] or self._orphan(job):
+                self._see(job.id, job.status)
 
     def _new_cycle(self) -> None:
         """The sweep begins again: its slices read what changed since the last cycle began (each
@@ -566,13 +571,22 @@ class Driver:
             log.error("the run stops: %s", self._snapshot.stopped)
             raise AuthenticationFailed(self._snapshot.stopped)
         if self._snapshot.offered_jobs == 0 and self._holding():
-            # Restarted in place by Ray between two calls, it lost every offer without an error (or
-            # it answered them all since this driver last looked: offering again is harmless).
-            log.info("the coordinator holds none of this driver's offers; offering them again")
-            try:
-                self._reoffer_all()
-            except RayActorError as exc:  # it died since the snapshot (e.g. its owner let it go)
-                self._reconnect(exc)
+            self._offer_again()
+
+    def _offer_again(self) -> None:
+        """The coordinator holds none of the offers this driver holds. Restarted in place by Ray
+        between two calls, it lost them without an error; or it answered them all since this driver
+        last looked (the usual case on a run's last batches): those jobs are looked at first, since
+        offering them all again costs both sides."""
+        with contextlib.suppress(RaybatchError):  # the database away: offering again is harmless
+            self._look(list(self._offered))
+        if not self._holding():
+            return
+        log.info("the coordinator holds none of this driver's offers; offering them again")
+        try:
+            self._reoffer_all()
+        except RayActorError as exc:  # it died since the snapshot (e.g. its owner let it go)
+            self._reconnect(exc)
 
     def _holding(self) -> bool:
         """Whether the coordinator should hold an offer of this driver (prepared, not yet submitted;

@@ -251,6 +251,27 @@ def test_offers_lost_by_a_coordinator_restarted_in_place_are_made_again(state: S
     assert coordinator.offered.count(jobs[0]) >= 2  # offered, lost, offered again
 
 
+class AnswersAndLetsGo(CoordinatorState):
+    """Answers each offer at once and holds it no longer: its snapshots say it holds none."""
+
+    def snapshot(self, settled: int = -1, wait: float = 0.0) -> Any:
+        self.offers.clear()
+        return super().snapshot(settled, wait)
+
+
+def test_offers_answered_before_the_driver_looked_are_not_made_again(state: SqlStateStore) -> None:
+    """A coordinator that holds none of the driver's offers may have answered them all (what a
+    run's last batches do): the driver looks at those jobs before it offers anything again."""
+    jobs = [pending_job(state, n) for n in range(3)]
+    coordinator = AnswersAndLetsGo(state)
+    handle = StandInCoordinator(coordinator)
+    parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: handle)
+    ended = Driver(state, jobs, parts, **Pauses([]).paced()).run()
+
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * 3
+    assert sorted(coordinator.offered) == sorted(jobs)  # each offered once: none made again
+
+
 class DiesAfterLosingOffers(RestartsInPlace):
     """Its snapshot says it holds nothing, and then its process is gone: the offers made again fail."""
 
