@@ -733,11 +733,12 @@ class ResultWriter:
         kept = [*records, *(old.record for old in versions)]
         keep = {key for doc in kept for key in (doc.pdf_key, doc.thumb_key, doc.text_key) if key}
         keys = self._keys()
-        for key in list(self._store.list(f"{keys.job_prefix(job_id)}/documents/")):
-            if key not in keep:
+        documents, prepared = f"{keys.job_prefix(job_id)}/documents/", keys.prepared(job_id)
+        for key in list(self._store.list(f"{keys.job_prefix(job_id)}/")):  # one listing for both
+            if key.startswith(documents) and key not in keep:
                 self._store.delete(key)
-        for key in list(self._store.list(keys.prepared(job_id))):
-            self._store.delete(key)  # requests an ``estimate`` prepared ahead: answered now
+            elif key.startswith(prepared):
+                self._store.delete(key)  # requests an ``estimate`` prepared ahead: answered now
 
     def _manifest(
         self, job: JobRecord, records: Sequence[DocumentRecord], chunks: Sequence[ChunkRecord]

@@ -160,11 +160,15 @@ def test_writing_again_rewrites_the_same_keys_and_drops_stale_ones(tmp_path: Pat
     tables = [store.get(k) for k in store.list(keys.documents_table)]
     assert len(tables) == 2  # the second write appended its own file: its rows supersede the first's
     assert read_documents_table(tables).num_rows == len(rows)
-    stale = f"{OutputKeys(state.database_id()).job_prefix(job_id)}/documents/99.pdf"
+    stale = f"{keys.job_prefix(job_id)}/documents/99.pdf"
     store.put(stale, b"left by an older answer")
+    ahead = keys.prepared_request(job_id, 0)  # what an ``estimate`` prepared: answered now
+    store.put(ahead, b"{}")
     state.transition(job_id, [JobStatus.COMPLETED], JobStatus.ANSWERED)
     write(state, store, job_id)
-    assert stale not in set(store.list(""))
+    left = set(store.list(""))
+    assert stale not in left and ahead not in left
+    assert set(first) <= left  # the documents and the manifest stay
 
 
 def test_the_writer_does_not_check_pages_registering_checked_already(  # type: ignore[no-untyped-def]
