@@ -733,8 +733,9 @@ class ResultWriter:
         kept = [*records, *(old.record for old in versions)]
         keep = {key for doc in kept for key in (doc.pdf_key, doc.thumb_key, doc.text_key) if key}
         keys = self._keys()
-        documents, prepared = f"{keys.job_prefix(job_id)}/documents/", keys.prepared(job_id)
-        for key in list(self._store.list(f"{keys.job_prefix(job_id)}/")):  # one listing for both
+        job = f"{keys.job_prefix(job_id)}/"
+        documents, prepared = f"{job}documents/", keys.prepared(job_id)
+        for key in list(self._store.list(job)):  # one listing for both
             if key.startswith(documents) and key not in keep:
                 self._store.delete(key)
             elif key.startswith(prepared):
