@@ -177,6 +177,7 @@ class Driver:
         self._review_pending = 0
         self._snapshot: Any = None
         self._snapshot_ref: Any = None
+        self._snapshot_asked_at = 0.0
         now = monotonic()
         self._started = self._last_renew = self._moved_at = now
         self._asked_answered = self._sent_flush = self._reported = self._snapshot_again_at = -1e9
@@ -549,15 +550,19 @@ class Driver:
             if self._snapshot_ref is None:
                 if self._monotonic() < self._snapshot_again_at:
                     return
-                settled = self._snapshot.settled if self._snapshot is not None else -1
-                self._snapshot_ref = self._coordinator.snapshot(settled, SNAPSHOT_SECONDS)
+                self._ask_snapshot()
             if not self._parts.ready(self._snapshot_ref):
                 return
             ref, self._snapshot_ref = self._snapshot_ref, None
             seen = self._snapshot.settled if self._snapshot is not None else 0
             self._snapshot = self._parts.call(ref)
+            held = self._monotonic() - self._snapshot_asked_at >= SNAPSHOT_SECONDS / 2
             if self._snapshot.settled != seen:
                 self._asked_answered = -1e9  # look for the answered jobs now
+            if self._snapshot.settled != seen or held:
+                # The coordinator held the call until it settled more or its wait ran out: the next
+                # one is asked now, so the wait below wakes when it settles more (not a tick later).
+                self._ask_snapshot()
         except RayActorError as exc:
             self._snapshot_ref = None
             self._reconnect(exc)
@@ -572,6 +577,11 @@ class Driver:
             raise AuthenticationFailed(self._snapshot.stopped)
         if self._snapshot.offered_jobs == 0 and self._holding():
             self._offer_again()
+
+    def _ask_snapshot(self) -> None:
+        settled = self._snapshot.settled if self._snapshot is not None else -1
+        self._snapshot_ref = self._coordinator.snapshot(settled, SNAPSHOT_SECONDS)
+        self._snapshot_asked_at = self._monotonic()
 
     def _offer_again(self) -> None:
         """The coordinator holds none of the offers this driver holds. Restarted in place by Ray

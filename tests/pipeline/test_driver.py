@@ -198,6 +198,46 @@ def test_the_driver_always_asks_for_the_next_settle_with_the_count_it_saw(state:
 
 
 @dataclass
+class HoldsSnapshots(CoordinatorState):
+    """Holds each offer unanswered, and each snapshot call until its wait runs out (the clock moves
+    on by it), as a coordinator with nothing to settle does; answers them all in its third call."""
+
+    clock: Any = None
+    asked: int = 0
+    settled: int = 0
+
+    def snapshot(self, settled: int = -1, wait: float = 0.0) -> Any:
+        from dataclasses import replace
+
+        self.asked += 1
+        self.clock.advance(wait)
+        if self.asked == 3:
+            for job_id in self.offers:
+                self.state.transition(job_id, [JobStatus.PREPARED], JobStatus.ANSWERED)
+            self.settled = len(self.offers)
+        return replace(super().snapshot(settled, wait), settled=self.settled)
+
+
+def test_the_next_snapshot_is_asked_before_the_driver_waits(state: SqlStateStore) -> None:
+    """With nothing else in flight, the driver's wait holds the coordinator's next snapshot, which
+    comes back as soon as answers settle: the driver never sleeps a tick while answers wait."""
+    jobs = [pending_job(state, n) for n in range(2)]
+    slept: list[float] = []
+    pauses = Pauses(slept)
+    coordinator = HoldsSnapshots(state, answer=False, clock=pauses.clock)
+    handle = StandInCoordinator(coordinator)
+    parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: handle)
+    waits: list[int] = []
+    parts.wait = lambda refs, timeout: waits.append(len(refs))
+    ended = Driver(state, jobs, parts, **pauses.paced()).run()
+
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
+    assert coordinator.asked >= 3
+    assert slept == []  # every wait held a snapshot in flight (before, a tick's sleep each time)
+    assert waits and all(n >= 1 for n in waits)
+
+
+@dataclass
 class DatabaseAwayAtFirst(CoordinatorState):
     """Its first snapshots fail as a coordinator's do while its database is away."""
 
