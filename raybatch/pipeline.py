@@ -265,8 +265,8 @@ def _drive(
     run_id = uuid.uuid4().hex[:8]
     worker_id = f"driver-{run_id}"
     # The coordinator starts in the background while the first files register and prepare; the
-    # first writer once the first job is prepared (its start would take CPU the first chunks need),
-    # the others while answered jobs wait for a writer.
+    # first writer once answers are on their way (its start would take CPU the first chunks and the
+    # coordinator's start need), the others with it for a backlog, or while answered jobs wait.
     handles: list[Any] = []
     scheduler = PrepareScheduler(
         state,

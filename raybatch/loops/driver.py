@@ -126,7 +126,7 @@ class DriverParts:
     wait: Callable[[list[Any], float], None] = field(default=_no_wait)
     intake: JobIntake | None = None
     # Starts one more writer; False once every one (RESULT_WORKERS) runs. The first is started once
-    # the first job is prepared (or nothing is left to prepare), so that its start does not take the
+    # answers are on their way (or nothing is left to prepare), so that its start does not take the
     # CPU the first preparations need; another each time answered jobs waited for a free writer.
     start_writer: Callable[[], bool] = field(default=lambda: False)
 
@@ -178,6 +178,7 @@ class Driver:
         self._snapshot: Any = None
         self._snapshot_ref: Any = None
         self._snapshot_asked_at = 0.0
+        self._first_settled: int | None = None
         now = monotonic()
         self._started = self._last_renew = self._moved_at = now
         self._asked_answered = self._sent_flush = self._reported = self._snapshot_again_at = -1e9
@@ -447,18 +448,32 @@ class Driver:
         self._candidates = [j for j in self._candidates if j.id not in taken]
 
     def _start_writers(self) -> None:
-        """Once a job is prepared, or no preparation is coming (e.g. every job is answered already);
-        at once for urgent work, whose time to documents counts more than the first chunk's. As
-        many as the run's jobs still to end make a backlog for (``BACKLOG_JOBS_PER_WRITER`` each):
-        a small run keeps one writer until its answers wait (``_grow_writers``)."""
+        """Once answers are on their way (the coordinator sent a batch or a call, or settled
+        answers), or no preparation is coming (e.g. every job is answered already); at once for
+        urgent work, whose time to documents counts more than the first chunk's. A writer's start
+        is about a second of CPU: started while the first jobs are prepared, it delayed them and
+        the coordinator's own start, and so the first batch. As many as the run's jobs still to end
+        make a backlog for (``BACKLOG_JOBS_PER_WRITER`` each): a small run keeps one writer until
+        its answers wait (``_grow_writers``)."""
         if not self._writers_started:
-            if not (self._offered or self._urgent or self._preparing_nothing()):
+            if not (self._answers_coming() or self._urgent or self._preparing_nothing()):
                 return
             self._start_writer()
             while self._urgent and self._more_writers:
                 self._start_writer()
         while self._more_writers and self._live >= BACKLOG_JOBS_PER_WRITER * (self._writers_started + 1):
             self._start_writer()
+
+    def _answers_coming(self) -> bool:
+        """A job of this run was seen answered, or the coordinator has a batch or a call in flight
+        or settled answers since this driver's first snapshot (it may have served earlier runs)."""
+        if self._counts[JobStatus.ANSWERED]:
+            return True
+        taken = self._snapshot
+        if taken is None:
+            return False
+        in_flight = taken.active_batches or taken.sync_in_flight
+        return bool(in_flight) or taken.settled > (self._first_settled or 0)
 
     def _start_writer(self) -> None:
         self._writers_started += 1
@@ -554,15 +569,7 @@ class Driver:
             if not self._parts.ready(self._snapshot_ref):
                 return
             ref, self._snapshot_ref = self._snapshot_ref, None
-            seen = self._snapshot.settled if self._snapshot is not None else 0
-            self._snapshot = self._parts.call(ref)
-            held = self._monotonic() - self._snapshot_asked_at >= SNAPSHOT_SECONDS / 2
-            if self._snapshot.settled != seen:
-                self._asked_answered = -1e9  # look for the answered jobs now
-            if self._snapshot.settled != seen or held:
-                # The coordinator held the call until it settled more or its wait ran out: the next
-                # one is asked now, so the wait below wakes when it settles more (not a tick later).
-                self._ask_snapshot()
+            self._take_snapshot(self._parts.call(ref))
         except RayActorError as exc:
             self._snapshot_ref = None
             self._reconnect(exc)
@@ -577,6 +584,19 @@ class Driver:
             raise AuthenticationFailed(self._snapshot.stopped)
         if self._snapshot.offered_jobs == 0 and self._holding():
             self._offer_again()
+
+    def _take_snapshot(self, taken: Any) -> None:
+        seen = self._snapshot.settled if self._snapshot is not None else 0
+        held = self._monotonic() - self._snapshot_asked_at >= SNAPSHOT_SECONDS / 2
+        self._snapshot = taken
+        if self._first_settled is None:
+            self._first_settled = taken.settled
+        if taken.settled != seen:
+            self._asked_answered = -1e9  # look for the answered jobs now
+        if taken.settled != seen or held:
+            # The coordinator held the call until it settled more or its wait ran out: the next
+            # one is asked now, so the wait below wakes when it settles more (not a tick later).
+            self._ask_snapshot()
 
     def _ask_snapshot(self) -> None:
         settled = self._snapshot.settled if self._snapshot is not None else -1

@@ -379,7 +379,7 @@ def test_a_job_a_dead_driver_was_preparing_is_taken_once_its_lease_runs_out(stat
 
 
 @pytest.mark.parametrize("work", ["to prepare", "already answered", "urgent"])
-def test_writers_start_once_a_job_is_prepared_or_when_nothing_is_to_be_prepared(
+def test_writers_start_once_jobs_are_prepared_or_when_nothing_is_to_be_prepared(
     state: SqlStateStore, work: str
 ) -> None:
     status = JobStatus.ANSWERED if work == "already answered" else JobStatus.PENDING
@@ -404,18 +404,66 @@ def test_writers_start_once_a_job_is_prepared_or_when_nothing_is_to_be_prepared(
     ended = Driver(state, jobs, parts, **Pauses([]).paced()).run()
 
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
-    # Preparing: the first writer starts after the first tasks were launched (and ended), not before
-    # them; work with nothing to prepare starts it at once, and urgent work every writer at once.
+    # Preparing: the first writer starts once nothing is left to prepare (this coordinator never
+    # says a batch is in flight), not before the tasks were launched; work with nothing to prepare
+    # starts it at once, and urgent work every writer at once.
     assert started == {"to prepare": [2], "already answered": [0], "urgent": [0, 0]}[work]
+
+
+@dataclass
+class SendsAtFourthLook(CoordinatorState):
+    """Holds its offers; from its fourth snapshot on, a batch of them is in flight, and from its
+    sixth on, those offered are answered."""
+
+    asked: int = 0
+
+    def snapshot(self, settled: int = -1, wait: float = 0.0) -> Any:
+        from dataclasses import replace
+
+        self.asked += 1
+        if self.asked >= 6:
+            for job_id in self.offers:
+                self.state.transition(job_id, [JobStatus.PREPARED], JobStatus.ANSWERED)
+        return replace(super().snapshot(settled, wait), active_batches=int(self.asked >= 4))
+
+
+def test_writers_start_once_answers_are_on_their_way_not_while_the_first_jobs_are_prepared(
+    state: SqlStateStore,
+) -> None:
+    """A writer's start is about a second of CPU, which the first preparations and the
+    coordinator's own start need: it comes once the coordinator has a batch in flight."""
+    jobs = [pending_job(state, n) for n in range(10)]
+    tasks = StandInTasks(hold=True)
+    coordinator = SendsAtFourthLook(state, answer=False)
+    parts = driver_parts(state, tasks, [], lambda: StandInCoordinator(coordinator))
+    started: list[tuple[int, int]] = []  # (snapshots asked, tasks ended) at each start
+
+    def start() -> bool:
+        started.append((coordinator.asked, sum(ref.done for ref in tasks.refs)))
+        parts.writers.grow([StandInWriter(state, [])])
+        return False
+
+    def wait(refs: list[Any], timeout: float) -> None:  # each wake-up: one prepare task ends
+        running = [ref for ref in tasks.refs if not ref.done]
+        if running:
+            running[0].done = True
+
+    parts.start_writer, parts.wait = start, wait
+    ended = Driver(state, jobs, parts, **Pauses([]).paced()).run()
+
+    assert [j.status for j in ended] == [JobStatus.COMPLETED] * len(jobs)
+    [(asked, tasks_ended)] = started
+    assert asked >= 4  # not before the coordinator had a batch in flight
+    assert tasks_ended < len(jobs)  # nor only once every job was prepared
 
 
 @pytest.mark.parametrize(("jobs_in_run", "writers_at_first"), [(3, 1), (4, 2), (12, 3)])
 def test_a_backlog_starts_as_many_writers_as_it_keeps_busy_with_the_first(
     state: SqlStateStore, jobs_in_run: int, writers_at_first: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """BACKLOG_JOBS_PER_WRITER of the run's jobs still to end for each writer: they all start once
-    the first job is prepared (a second of CPU each, while the backlog is prepared), not once the
-    answers wait for them; a small run keeps one."""
+    """BACKLOG_JOBS_PER_WRITER of the run's jobs still to end for each writer: they all start
+    together, once answers are on their way (a second of CPU each, while the first batch is out),
+    not once the answers wait for them; a small run keeps one."""
     monkeypatch.setattr(driver_module, "BACKLOG_JOBS_PER_WRITER", 2)
     jobs = [pending_job(state, n) for n in range(jobs_in_run)]
     tasks = StandInTasks(hold=True)
