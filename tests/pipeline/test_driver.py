@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -43,6 +43,15 @@ class Pauses:
     def paced(self) -> dict[str, Any]:
         """The Driver's ``sleep`` and ``monotonic``."""
         return {"sleep": self, "monotonic": self.clock.monotonic}
+
+
+def run_against(
+    state: SqlStateStore, jobs: list[int], coordinator: CoordinatorState, pauses: Pauses | None = None
+) -> Any:
+    """The driver's run of ``jobs`` against ``coordinator``: its prepare tasks end at once, one writer."""
+    handle = StandInCoordinator(coordinator)
+    parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: handle)
+    return Driver(state, jobs, parts, **(pauses or Pauses([])).paced()).run()
 
 
 class DiesAfterOffer(CoordinatorState):
@@ -176,8 +185,6 @@ class CountsSettles(CoordinatorState):
     asked: list[tuple[int, float]] = field(default_factory=list)
 
     def snapshot(self, settled: int = -1, wait: float = 0.0) -> Any:
-        from dataclasses import replace
-
         self.asked.append((settled, wait))
         return replace(super().snapshot(settled, wait), settled=len(self.offered))
 
@@ -186,9 +193,7 @@ def test_the_driver_always_asks_for_the_next_settle_with_the_count_it_saw(state:
     """So the coordinator answers as it settles answered jobs, and the step it wakes writes them."""
     jobs = [pending_job(state, n) for n in range(3)]
     coordinator = CountsSettles(state)
-    handle = StandInCoordinator(coordinator)
-    parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: handle)
-    ended = Driver(state, jobs, parts, **Pauses([]).paced()).run()
+    ended = run_against(state, jobs, coordinator)
 
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 3
     assert coordinator.asked[0] == (-1, SNAPSHOT_SECONDS)  # the first: at once, whatever it settled
@@ -207,8 +212,6 @@ class HoldsSnapshots(CoordinatorState):
     settled: int = 0
 
     def snapshot(self, settled: int = -1, wait: float = 0.0) -> Any:
-        from dataclasses import replace
-
         self.asked += 1
         self.clock.advance(wait)
         if self.asked == 3:
@@ -257,9 +260,7 @@ def test_a_snapshot_that_fails_for_a_database_outage_is_asked_again_later(state:
     jobs = [pending_job(state, n) for n in range(2)]
     pauses = Pauses([])
     coordinator = DatabaseAwayAtFirst(state, clock=pauses.clock)
-    handle = StandInCoordinator(coordinator)
-    parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: handle)
-    ended = Driver(state, jobs, parts, **pauses.paced()).run()
+    ended = run_against(state, jobs, coordinator, pauses)
 
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
     assert len(coordinator.asked_at) >= 2  # asked again after a failure
@@ -282,9 +283,7 @@ class RestartsInPlace(CoordinatorState):
 def test_offers_lost_by_a_coordinator_restarted_in_place_are_made_again(state: SqlStateStore) -> None:
     jobs = [pending_job(state, n) for n in range(2)]
     coordinator = RestartsInPlace(state, answer=False)
-    handle = StandInCoordinator(coordinator)
-    parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: handle)
-    ended = Driver(state, jobs, parts, **Pauses([]).paced()).run()
+    ended = run_against(state, jobs, coordinator)
 
     assert coordinator.restarted
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 2
@@ -304,9 +303,7 @@ def test_offers_answered_before_the_driver_looked_are_not_made_again(state: SqlS
     run's last batches do): the driver looks at those jobs before it offers anything again."""
     jobs = [pending_job(state, n) for n in range(3)]
     coordinator = AnswersAndLetsGo(state)
-    handle = StandInCoordinator(coordinator)
-    parts = driver_parts(state, StandInTasks(), [StandInWriter(state, [])], lambda: handle)
-    ended = Driver(state, jobs, parts, **Pauses([]).paced()).run()
+    ended = run_against(state, jobs, coordinator)
 
     assert [j.status for j in ended] == [JobStatus.COMPLETED] * 3
     assert sorted(coordinator.offered) == sorted(jobs)  # each offered once: none made again
@@ -341,8 +338,6 @@ class RejectsTheKey(CoordinatorState):
     """A coordinator whose API key was rejected: it says so in its snapshot, and answers nothing."""
 
     def snapshot(self, settled: int = -1, wait: float = 0.0) -> Any:
-        from dataclasses import replace
-
         reason = "Claude rejected the credentials; set ANTHROPIC_API_KEY and run again (401)"
         return replace(super().snapshot(settled, wait), stopped=reason)
 
@@ -418,8 +413,6 @@ class SendsAtFourthLook(CoordinatorState):
     asked: int = 0
 
     def snapshot(self, settled: int = -1, wait: float = 0.0) -> Any:
-        from dataclasses import replace
-
         self.asked += 1
         if self.asked >= 6:
             for job_id in self.offers:
