@@ -12,7 +12,6 @@ from pydantic import BaseModel, ValidationError
 from raybatch import terminal as out
 from raybatch.cancel import LIVE_STATUSES, live_jobs_of, unneeded_batches
 from raybatch.cancel import cancel_jobs as cancel_jobs_in
-from raybatch.claude.batch_client import AnthropicBatchClient
 from raybatch.errors import ConfigError, RaybatchError
 from raybatch.ids import OutputKeys
 from raybatch.models import JobStatus
@@ -221,6 +220,8 @@ def _cancel_batches(settings: Settings, state: StateStore) -> list[str]:
     unneeded = unneeded_batches(state)
     if not unneeded or settings.anthropic_api_key is None:
         return []
+    from raybatch.claude.batch_client import AnthropicBatchClient  # the SDK loads when a batch is canceled
+
     client = AnthropicBatchClient(settings.section(ClaudeSettings))
     lines = []
     for batch_id in unneeded:

@@ -32,7 +32,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from raybatch.claude.batch_client import AnthropicBatchClient
@@ -43,6 +42,7 @@ from raybatch.coordinator.batch_poll import BatchPolls
 from raybatch.coordinator.filer import ResultFiler
 from raybatch.coordinator.offers import Offer, Offers
 from raybatch.coordinator.recovery import Recovery, guarded
+from raybatch.coordinator.snapshot import CoordinatorSnapshot
 from raybatch.coordinator.spool import AnswerSpool
 from raybatch.coordinator.submit import Submitter
 from raybatch.coordinator.sync_calls import SYNC_BATCH, SyncCalls
@@ -61,21 +61,6 @@ T = TypeVar("T")
 __all__ = ["SYNC_BATCH", "BatchCoordinator", "CoordinatorSnapshot", "Offer"]
 
 CALLS_WAITING = 64  # synchronous sends waiting at once (each urgent offer is one); more queue
-
-
-@dataclass(frozen=True)
-class CoordinatorSnapshot:
-    """What the driver asks each tick: the backlog it must not outrun, and what is in flight."""
-
-    offered_jobs: int
-    pending_bytes: int
-    active_batches: int
-    sync_in_flight: int
-    paused: bool
-    parked: bool
-    running: bool
-    stopped: str | None = None  # why no work can be sent at all (credentials rejected)
-    settled: int = 0  # passes that settled answered jobs so far: a driver waits for the next one
 
 
 class Settled:

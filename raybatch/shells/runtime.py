@@ -18,10 +18,8 @@ from typing import Any
 import ray
 
 from raybatch.collector import settle
-from raybatch.coordinator.coordinator import BatchCoordinator
 from raybatch.coordinator.identity import code_version, coordinator_identity
 from raybatch.coordinator.spool import AnswerSpool
-from raybatch.coordinator.submit import RESOLVE_SECONDS
 from raybatch.ids import OutputKeys
 from raybatch.metrics import Metrics
 from raybatch.models import ProcessingMode
@@ -126,6 +124,11 @@ class CoordinatorActor:
     """
 
     def __init__(self, settings: CoordinatorActorSettings, database_id: str) -> None:
+        # The Claude SDK loads here, in the actor, not in each driver that imports this module (a
+        # driver never calls Claude: the SDK's import, 0.8 s of CPU, delayed every run's start).
+        from raybatch.coordinator.coordinator import BatchCoordinator
+        from raybatch.coordinator.submit import RESOLVE_SECONDS
+
         # Its one ray.get (``_get_refs``) runs on a thread, not on the event loop Ray warns for.
         os.environ["RAY_WARN_BLOCKING_GET_INSIDE_ASYNC"] = "0"
         state = open_state(settings.state)
@@ -135,7 +138,7 @@ class CoordinatorActor:
         self._coordinator = BatchCoordinator(
             settings.claude,
             state,
-            resolve=_get_refs,
+            resolve=functools.partial(_get_refs, timeout=RESOLVE_SECONDS),
             metrics=Metrics(),
             # The actor's id survives its restarts: a restarted coordinator keeps its lead and its calls.
             coordinator_id=ray.get_runtime_context().get_actor_id(),
@@ -162,10 +165,10 @@ class CoordinatorActor:
         await self._coordinator.stop()
 
 
-async def _get_refs(refs: list[Any]) -> list[Any]:
+async def _get_refs(refs: list[Any], timeout: float) -> list[Any]:
     """A pass's payloads in one ``ray.get``, on a thread: the event loop goes on meanwhile (an
     ``await`` of each ref instead costs a loop wake-up and a future each, about 0.1 ms a job)."""
-    return await asyncio.to_thread(ray.get, refs, timeout=RESOLVE_SECONDS)
+    return await asyncio.to_thread(ray.get, refs, timeout=timeout)
 
 
 def coordinator_name(settings: Settings, database_id: str | None = None) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ray.exceptions import ActorDiedError
 
-from raybatch.coordinator.coordinator import CoordinatorSnapshot
+from raybatch.coordinator.snapshot import CoordinatorSnapshot
 from raybatch.ids import custom_id, sha256_bytes
 from raybatch.loops.driver import DriverParts
 from raybatch.loops.scheduler import PrepareScheduler
