@@ -58,7 +58,7 @@ from raybatch.steps.pack import megabytes
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-__all__ = ["SYNC_BATCH", "BatchCoordinator", "CoordinatorSnapshot", "Offer"]
+__all__ = ["SYNC_BATCH", "BatchCoordinator", "Offer"]
 
 CALLS_WAITING = 64  # synchronous sends waiting at once (each urgent offer is one); more queue
 
