@@ -44,7 +44,9 @@ SAVE_SECONDS = 0.25
 # A run prepares the one-chunk jobs of small local files in groups: one task for up to GROUP_CHUNKS
 # of them and GROUP_SOURCE_BYTES of sources, one task of the cap (a task holds one CPU, whatever it
 # carries; its memory request counts each chunk). Big jobs, urgent ones and sources read with the
-# store's keys get a task per chunk.
+# store's keys get a task per chunk. Each task of a small local file reads it (read and hashed again,
+# a few MB cost less than a load task's round trip and its copy through the object store); a larger
+# file, or one read with the store's keys, is read once for its job's chunks, by a load task.
 GROUP_CHUNKS = 32  # a task's and a result's cost, shared; more would hold back the first chunks
 GROUP_SOURCE_BYTES = 4_000_000
 
@@ -97,7 +99,8 @@ class PrepareTasks(Protocol):
 
     def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
         """A task preparing one chunk from ``source`` (what ``load`` returned), or reading the
-        source itself when it is None (a job's only chunk): refs to (ChunkSummary, PreparedChunk)."""
+        source itself when it is None (a job's only chunk, or any chunk of a small local file):
+        refs to (ChunkSummary, PreparedChunk)."""
         ...
 
     def prepare_group(self, items: Sequence[tuple[JobRecord, ChunkPlan]]) -> tuple[Any, list[Any]]:
@@ -302,8 +305,8 @@ class PrepareScheduler:
         return True
 
     def _launch_one(self, prep: JobInPrep, plan: ChunkPlan) -> None:
-        if prep.source is None and len(prep.waiting) > 1:  # read once for the job's chunks
-            prep.source = self._tasks.load(prep.job)
+        if prep.source is None and len(prep.waiting) > 1 and not _small_local(prep.job):
+            prep.source = self._tasks.load(prep.job)  # read once for the job's chunks
         summary, payload = self._tasks.prepare(prep.job, plan, prep.source)
         self._in_flight[summary] = TaskInFlight([(0, prep.job.id, plan, payload)], self._monotonic())
 
@@ -315,8 +318,7 @@ class PrepareScheduler:
             self._group_chunks > 1
             and len(prep.waiting) == 1
             and job.priority is not Priority.URGENT
-            and job.source_uri.startswith("file:")
-            and job.size_bytes <= GROUP_SOURCE_BYTES
+            and _small_local(job)
             and job.id not in self._alone
         )
 
@@ -574,3 +576,8 @@ def failure_reason(exc: BaseException) -> str:
         return str(exc)
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return f"{type(exc).__name__}: {first[:300]}"
+
+
+def _small_local(job: JobRecord) -> bool:
+    """A local file within GROUP_SOURCE_BYTES: the tasks that prepare it read it themselves."""
+    return job.source_uri.startswith("file:") and job.size_bytes <= GROUP_SOURCE_BYTES

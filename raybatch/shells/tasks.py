@@ -128,8 +128,9 @@ def prepare_chunk(
     known: tuple[CachedPage, ...],
 ) -> tuple[ChunkSummary, PreparedChunk]:
     """Render, read and package one chunk; ``known`` OCR reads are reused, new ones come back.
-    Given the store's settings instead of the bytes (a job's only chunk, a local file), it reads the
-    source; those settings never hold the store's keys (an S3 source is read by ``load_source``)."""
+    Given the store's settings instead of the bytes (a local file: a job's only chunk, or a chunk of
+    a small one), it reads the source; those settings never hold the store's keys (an S3 source is
+    read by ``load_source``)."""
     if isinstance(data, StoreSettings):
         data = _read(data, job.source_uri, job.sha256)
     return _prepare(settings, job, plan, data, known)
@@ -206,7 +207,7 @@ class RayPrepareTasks:
 
     def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
         """A task preparing one chunk from the loaded ``source``, or, when it is None, reading a
-        local source itself (one task for a job of one chunk, not two; no keys to send it)."""
+        local source itself (a job's only chunk, or a chunk of a small file: no load task, no keys)."""
         options = {
             "name": f"prepare job_{job.id} chunk_{plan.n}",
             "memory": memory_estimate(job.size_bytes, len(plan.pages)),

@@ -13,8 +13,8 @@ from ray.exceptions import WorkerCrashedError
 from statements import statements
 
 from raybatch.errors import DatabaseUnavailable, InvalidSource
-from raybatch.ids import custom_id
-from raybatch.loops.scheduler import PrepareScheduler
+from raybatch.ids import custom_id, sha256_bytes
+from raybatch.loops.scheduler import GROUP_SOURCE_BYTES, PrepareScheduler
 from raybatch.models import (
     CachedPage,
     ChunkRecord,
@@ -24,6 +24,7 @@ from raybatch.models import (
     PageText,
     Priority,
     ResultType,
+    SourceKind,
     Usage,
 )
 from raybatch.settings import StateSettings
@@ -44,6 +45,7 @@ class FakeTasks:
         self.config = "v1"  # stands for the request configuration: a new value changes every key
         self.groups: list[list[int]] = []  # the jobs of each group task launched
         self.crashed: set[Any] = set()  # group tasks whose worker dies
+        self.sources: dict[tuple[int, int], Any] = {}  # what each chunk's task was given to read
 
     def load(self, job: JobRecord) -> Any:
         return ("source", job.id)
@@ -56,6 +58,7 @@ class FakeTasks:
 
     def prepare(self, job: JobRecord, plan: ChunkPlan, source: Any) -> tuple[Any, Any]:
         self.launched.append((job.id, plan.n))
+        self.sources[job.id, plan.n] = source
         key = self.processing_key(job, plan.n)
         return ("summary", job.id, plan.n, plan.first, plan.last, key), ("payload", job.id, plan.n)
 
@@ -293,6 +296,27 @@ def _prepare_all(state: SqlStateStore, tasks: FakeTasks, job_ids: list[int]) -> 
     return ready
 
 
+def test_a_small_local_file_is_read_by_each_chunk_task_a_larger_or_s3_one_once_by_a_load_task(
+    state: SqlStateStore,
+) -> None:
+    small = pending_job(state, 1, pages=16, size_bytes=GROUP_SOURCE_BYTES)
+    large = pending_job(state, 2, pages=16, size_bytes=GROUP_SOURCE_BYTES + 1)
+    remote, _ = state.register_job(
+        sha256=sha256_bytes(b"job 3"),
+        source_uri="s3://bucket/3.pdf",
+        source_name="3.pdf",
+        kind=SourceKind.PDF,
+        size_bytes=1000,
+    )
+    state.transition(remote.id, [JobStatus.PENDING], JobStatus.PENDING, pages=16)
+    tasks = FakeTasks()
+    ready = _prepare_all(state, tasks, [small, large, remote.id])
+    assert sorted(r.job_id for r in ready) == [small, large, remote.id]
+    assert tasks.sources[small, 0] is None and tasks.sources[small, 1] is None, "each task reads it"
+    for job in (large, remote.id):
+        assert tasks.sources[job, 0] == tasks.sources[job, 1] == ("source", job), "one load, shared"
+
+
 def test_answers_are_reused_exactly_when_the_key_matches(state: SqlStateStore) -> None:
     first = pending_job(state, 1, pages=16)
     tasks = FakeTasks()
@@ -321,7 +345,8 @@ def test_answers_are_reused_exactly_when_the_key_matches(state: SqlStateStore) -
 def test_a_prepare_task_past_its_time_limit_is_canceled_and_retried_then_fails(state: SqlStateStore) -> None:
     """A task that never ends (a hung render) is canceled at PREPARE_TIMEOUT; the job is prepared
     again within its attempts, and fails ``TimeLimitExceeded`` naming the limit on its last one."""
-    job, other = pending_job(state, 1, pages=16), pending_job(state, 2, pages=8)
+    job = pending_job(state, 1, pages=16, size_bytes=GROUP_SOURCE_BYTES + 1)  # read by a load task
+    other = pending_job(state, 2, pages=8)
     tasks, clock, canceled = FakeTasks(), FakeClock(), []
     sched = PrepareScheduler(
         state,
