@@ -24,7 +24,7 @@ from raybatch.claude.emulator import EmulatorConfig, EmulatorServer
 from raybatch.loops.driver import Progress
 from raybatch.loops.scheduler import GROUP_CHUNKS, SAVE_JOBS, SAVE_SECONDS, PrepareScheduler
 from raybatch.models import JobStatus
-from raybatch.pipeline import run
+from raybatch.pipeline import run, wait_any
 from raybatch.register import Registrar
 from raybatch.settings import SecretUrl, Settings, StateSettings, StoreSettings
 from raybatch.shells.tasks import RayPrepareTasks, prepare_chunk
@@ -56,8 +56,9 @@ def warm_up(settings: Settings, path: Path, tasks: int) -> None:
     ray.get([prepare_chunk.remote(task_settings, job, ChunkPlan(0, 1, 1), ref, ()) for _ in range(tasks)])
 
 
-def prepare_only(settings: Settings, paths: Sequence[Path], tick: float = 0.01) -> Timing:
-    """Every chunk of ``paths`` through the Ray prepare tasks, as a run launches them, timed."""
+def prepare_only(settings: Settings, paths: Sequence[Path], tick: float = 0.5) -> Timing:
+    """Every chunk of ``paths`` through the Ray prepare tasks, as a run launches them and waits for
+    them (on the tasks in flight, not polling: a poll's CPU would be taken from the tasks), timed."""
     state = open_state(settings.section(StateSettings))
     jobs = _register(settings, paths)
     scheduler = PrepareScheduler(
@@ -77,11 +78,16 @@ def prepare_only(settings: Settings, paths: Sequence[Path], tick: float = 0.01) 
     request_bytes = 0
     started = time.perf_counter()
     scheduler.claim(jobs)
-    while len(ready) < len(jobs) and not scheduler.idle:
+    while True:
         for job in scheduler.tick(0):
             ready.add(job.job_id)
             request_bytes += job.request_bytes
-        time.sleep(tick)
+        if len(ready) == len(jobs) or scheduler.idle:
+            break
+        if scheduler.refs:
+            wait_any(scheduler.refs, scheduler.wake_in(tick))
+        else:  # chunks prepared, not yet saved
+            time.sleep(scheduler.wake_in(tick))
     seconds = time.perf_counter() - started
     if len(ready) < len(jobs):
         raise RuntimeError(f"only {len(ready)} of {len(jobs)} jobs were prepared")

@@ -304,7 +304,7 @@ def _drive(
         coordinator=lambda: get_coordinator(settings, database_id),
         call=ray.get,
         ready=_ready,
-        wait=lambda refs, timeout: _wait_any(refs, timeout, prompt=writers.refs),
+        wait=lambda refs, timeout: wait_any(refs, timeout, prompt=writers.refs),
         intake=intake,
         start_writer=start_one,
     )
@@ -341,7 +341,7 @@ def _ready(ref: object) -> bool:
     return bool(done)
 
 
-def _wait_any(refs: list[object], timeout: float, prompt: Collection[object] = ()) -> None:
+def wait_any(refs: list[object], timeout: float, prompt: Collection[object] = ()) -> None:
     """Until one of ``refs`` is done (or the timeout), then a moment more for others finishing with
     it: the driver's step then handles them together, in fewer statements. Not when one of
     ``prompt`` ended (a write call: its writer waits idle for the next)."""

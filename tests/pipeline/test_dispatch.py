@@ -365,7 +365,7 @@ def test_the_step_waits_for_work_ending_with_the_first_but_not_after_a_write_end
         return ([first_done], [r for r in refs if r != first_done]) if len(waits) == 1 else ([], refs)
 
     monkeypatch.setattr(pipeline.ray, "wait", ray_wait)
-    pipeline._wait_any(["prepare", "write", "snapshot"], 0.5, prompt=["write"])
+    pipeline.wait_any(["prepare", "write", "snapshot"], 0.5, prompt=["write"])
 
     rest = [r for r in ["prepare", "write", "snapshot"] if r != first_done]
     assert waits[0] == (["prepare", "write", "snapshot"], 0.5)
