@@ -15,6 +15,7 @@ rendered from the file by ``raybatch.classes``), so any taxonomy can be tried of
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
@@ -139,10 +140,15 @@ def _field_types(params: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any
 def from_another_file(params: Mapping[str, Any]) -> bool:
     """Whether the request was rendered from a classes file other than the shipped default (the
     default file, and requests not made by raybatch, get the sample corpus's rules)."""
-    from raybatch.classes import default_classes
-    from raybatch.classes.render import answer_spec
-
     schema = ((params.get("output_config") or {}).get("format") or {}).get("schema") or {}
     defs = schema.get("$defs") or {}
     rendered = any(name == "FoundDocument" or name.startswith("Found_") for name in defs)
-    return rendered and schema != answer_spec(default_classes()).schema
+    return rendered and schema != _default_schema()
+
+
+@functools.cache  # rendered once a process, not once a request; only compared, never changed
+def _default_schema() -> dict[str, Any]:
+    from raybatch.classes import default_classes
+    from raybatch.classes.render import answer_spec
+
+    return answer_spec(default_classes()).schema
