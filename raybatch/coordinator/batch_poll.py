@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -135,22 +135,31 @@ class BatchPolls:
             return False
         if state is None:
             return False
+        if state.status is BatchStatus.ENDED:
+            await self._collect(record, state, past_deadline=age >= self._deadline)
+            return True
         jobs = await self._io(self._state.batch_jobs, record.id)
         self._done[record.anthropic_id] = state.done_fraction
         await self._io(self._write_progress, jobs)
-        if state.status is not BatchStatus.ENDED:
-            await self._io(self._state.update_batch, state.id, state.status, dict(state.counts), _raw(state))
-            if state.status is BatchStatus.IN_PROGRESS:
-                await self._cancel_if_unwanted(record, jobs, age)
-            return False
-        del self._done[record.anthropic_id]  # its chunks are filed now: counted as answered then
-        await self._collect(record, state, past_deadline=age >= self._deadline)
-        return True
+        await self._io(self._state.update_batch, state.id, state.status, dict(state.counts), _raw(state))
+        if state.status is BatchStatus.IN_PROGRESS:
+            await self._cancel_if_unwanted(record, jobs, age)
+        return False
 
-    def _write_progress(self, job_ids: Sequence[int]) -> None:
-        """Each job's progress over all its chunks: a job spread over several batches counts each."""
+    def _write_progress(self, job_ids: Iterable[int]) -> None:
+        """Each job's progress over all its chunks: a job spread over several batches counts each.
+        A job whose every chunk is answered showed 100 when it was settled."""
         progress = self._state.chunk_progress(job_ids)
-        self._state.set_progress({job: counts.percent(self._done) for job, counts in progress.items()})
+        open_ones = {job: counts for job, counts in progress.items() if counts.succeeded < counts.total}
+        self._state.set_progress({job: counts.percent(self._done) for job, counts in open_ones.items()})
+
+    async def _settle_batch_jobs(self, record: BatchRecord) -> None:
+        """Settle the jobs of a batch whose chunks were filed (or sent again), then show those not
+        answered what is: a chunk that goes again is not done, whatever the batch's counts said."""
+        self._done.pop(record.anthropic_id or "", None)  # none of its chunks is in flight any more
+        jobs = set(await self._io(self._state.batch_jobs, record.id))
+        await self._settle_jobs(jobs)
+        await self._io(self._write_progress, jobs)
 
     async def _cancel_if_unwanted(self, record: BatchRecord, job_ids: Sequence[int], age: float) -> None:
         """Cancel at the API a batch no live job needs any more, or one past POLL_DEADLINE."""
@@ -178,7 +187,7 @@ class BatchPolls:
         await self._io(self._filer.file, record.anthropic_id, expected, results)
         await self._io(self._state.update_batch, state.id, BatchStatus.ENDED, dict(state.counts), _raw(state))
         self._metrics.batch_ended()
-        await self._settle_jobs(set(await self._io(self._state.batch_jobs, record.id)))
+        await self._settle_batch_jobs(record)
 
     def _read_results(self, batch_id: str) -> list[Any]:
         """Every result of a batch; a stream cut mid-way is read again, keeping what arrived."""
@@ -206,7 +215,7 @@ class BatchPolls:
             len(results),
         )
         await self._io(self._state.mark_batch_lost, record.id)
-        await self._settle_jobs(set(await self._io(self._state.batch_jobs, record.id)))
+        await self._settle_batch_jobs(record)
 
     async def _lose_batch(self, record: BatchRecord, exc: Exception) -> None:
         """A batch the API no longer knows: its chunks go again in a later batch."""
@@ -214,7 +223,7 @@ class BatchPolls:
         expected = await self._io(self._state.batch_chunks, record.id)
         await self._io(self._filer.lose, record.anthropic_id or "", expected, error_class(exc), str(exc))
         await self._io(self._state.mark_batch_lost, record.id)
-        await self._settle_jobs(set(await self._io(self._state.batch_jobs, record.id)))
+        await self._settle_batch_jobs(record)
 
 
 def _timed_out(result: RequestResult, deadline: float) -> RequestResult:

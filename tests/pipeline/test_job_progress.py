@@ -1,21 +1,25 @@
-"""A job's progress: over all its chunks when they are spread over several batches, and as its
-answers come back when it is sent synchronously."""
+"""A job's progress: over all its chunks when they are spread over several batches, what was answered
+once a batch ended (a chunk that goes again is not done), and as its answers come back when it is
+sent synchronously."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import pytest
 from builders import bundle_texts, claude_settings, offer, prepared_job
+from group_support import answer
 
 from raybatch.claude.records import BatchState, PreparedRequest, RequestResult
 from raybatch.claude.sync_client import SyncOutcome
 from raybatch.coordinator.batch_poll import BatchPolls
 from raybatch.coordinator.coordinator import BatchCoordinator
+from raybatch.coordinator.filer import ResultFiler
 from raybatch.metrics import Metrics
-from raybatch.models import BatchStatus, ResultType
+from raybatch.models import BatchStatus, ChunkStatus, JobStatus, ResultType, Usage
 from raybatch.state import SqlStateStore
 
 
@@ -50,6 +54,49 @@ async def test_a_job_over_two_batches_shows_progress_over_both(state: SqlStateSt
     await polls.poll()
     # One batch all done, the other half: three quarters of the job, whichever was polled last.
     assert state.get_job(job.job_id).progress == 75.0
+
+
+class Ended:
+    """A batch the API reports ended, with the results given."""
+
+    def __init__(self, results: Sequence[RequestResult]) -> None:
+        self._results = results
+
+    def retrieve(self, batch_id: str) -> BatchState:
+        now = datetime.now(UTC)
+        return BatchState(batch_id, BatchStatus.ENDED, {"succeeded": 1, "errored": 1}, now, now, None)
+
+    @contextmanager
+    def results(self, batch_id: str) -> Iterator[Iterator[RequestResult]]:
+        yield iter(self._results)
+
+
+@pytest.mark.anyio
+async def test_a_job_whose_chunk_goes_again_shows_what_was_answered_once_its_batch_ended(
+    state: SqlStateStore,
+) -> None:
+    job = prepared_job(state, bundle_texts(0)[:16], name="again", mode="batch")  # two chunks
+    first, second = (job.chunks[n].request.custom_id for n in (0, 1))
+    intent = state.record_batch_intent([first, second], 1000)
+    state.attach_batch(intent, "msgbatch_ended", BatchStatus.IN_PROGRESS, "{}")
+    api = Ended(
+        [
+            RequestResult(first, ResultType.SUCCEEDED, text=answer(8, 1), usage=Usage(input_tokens=5)),
+            RequestResult(second, ResultType.ERRORED, error_type="overloaded_error", error_message="busy"),
+        ]
+    )
+    filer = ResultFiler(state, max_attempts=3)
+
+    async def settle(jobs: set[int]) -> None:
+        filer.settle_all(jobs)
+
+    polls = BatchPolls(state, api, filer, io=_io, settle=settle, metrics=Metrics())  # type: ignore[arg-type]
+    await polls.poll()
+    statuses = {c.custom_id: c.status for c in state.get_chunks(job.job_id)}
+    assert statuses[first] is ChunkStatus.SUCCEEDED and statuses[second] is not ChunkStatus.SUCCEEDED
+    # Half of it answered, the other half to be sent again: not done, whatever the batch's counts.
+    assert state.get_job(job.job_id).status is JobStatus.PREPARED
+    assert state.get_job(job.job_id).progress == 50.0
 
 
 class AnswersOneByOne:
