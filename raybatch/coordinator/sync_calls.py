@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -197,7 +196,7 @@ class SyncCalls:
         self, requests: Sequence[PreparedRequest], saved: set[str], unsaved: dict[str, RequestResult]
     ) -> Callable[[RequestResult], None]:
         """Each answer as it arrives: filed at once, then its job's progress written."""
-        save, progress = self._saver(saved, unsaved), self._progress_of(requests)
+        save, progress = self._saver(saved, unsaved), self._progress_of(requests, unsaved)
 
         def on_result(result: RequestResult) -> None:
             save(result)
@@ -235,21 +234,28 @@ class SyncCalls:
         self._spooled.add(cid)
         log.warning("answer %s spooled to be filed: %s", cid, refused)
 
-    def _progress_of(self, requests: Sequence[PreparedRequest]) -> Callable[[RequestResult], None]:
-        """Writes the jobs' progress as their answers come back, before they are filed (on the
-        call's own thread; a failure to write it costs nothing but the progress shown)."""
+    def _progress_of(
+        self, requests: Sequence[PreparedRequest], unsaved: Mapping[str, RequestResult]
+    ) -> Callable[[RequestResult], None]:
+        """Writes a job's progress as each of its answers comes back (on the call's own thread; a
+        failure to write it costs nothing but the progress shown). An answer filed counts as the
+        database has it (an unusable one goes again: not done); one whose filing failed (``unsaved``,
+        spooled) counts as answered."""
         job_of = {r.custom_id: r.job_id for r in requests}
-        answered: Counter[int] = Counter()
 
         def on_result(result: RequestResult) -> None:
             job = job_of.get(result.custom_id)
             if job is None or result.type is not ResultType.SUCCEEDED:
                 return
-            answered[job] += 1
+            waiting = sum(
+                1
+                for cid, one in unsaved.items()
+                if job_of.get(cid) == job and one.type is ResultType.SUCCEEDED
+            )
             try:
                 counts = self._state.chunk_progress([job]).get(job)
                 if counts is not None:
-                    self._state.set_progress({job: counts.percent({}, answered[job])})
+                    self._state.set_progress({job: counts.percent({}, waiting)})
             except Exception as exc:
                 log.debug("progress of job %d not written: %s", job, exc)
 

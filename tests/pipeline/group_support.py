@@ -24,15 +24,16 @@ def one_document_pdf(path: Path, n: int, pages: int = 1) -> Path:
     return path
 
 
-def answer(pages: int, n: int) -> str:
-    """A chunk answer: one document per page."""
+def answer(pages: int, n: int, first: int = 1) -> str:
+    """A chunk answer: one document per page, of pages ``first`` to ``first + pages - 1``."""
+    numbers = range(first, first + pages)
     documents = [
         {"first_page": p, "last_page": p, "type": "invoice", "counterparty": f"Supplier {n % 3}",
          "reference": f"C-{n % 3}", "title": "Invoice", "date": "2024-01-01", "number": f"{n}-{p}",
          "amount": 100.0 + n, "currency": "EUR", "fields": []}
-        for p in range(1, pages + 1)
+        for p in numbers
     ]  # fmt: skip
-    rotations = [{"page": p, "rotation": 0} for p in range(1, pages + 1)]
+    rotations = [{"page": p, "rotation": 0} for p in numbers]
     body = {"first_continues_previous": False, "last_continues_next": False, "documents": documents}
     return ChunkAnswer.model_validate({**body, "pages": rotations}).model_dump_json()
 

@@ -100,25 +100,33 @@ async def test_a_job_whose_chunk_goes_again_shows_what_was_answered_once_its_bat
 
 
 class AnswersOneByOne:
-    """Synchronous calls that answer each request in turn, noting the job's progress after each."""
+    """Synchronous calls that answer each request in turn (a usable answer, or ``"{}"`` for the
+    chunks in ``unusable``), noting the job's progress after each."""
 
-    def __init__(self, state: SqlStateStore) -> None:
+    def __init__(self, state: SqlStateStore, unusable: frozenset[int] = frozenset()) -> None:
         self._state = state
+        self._unusable = unusable
         self.seen: list[float] = []
 
     def send(
         self, requests: Sequence[PreparedRequest], *, on_result: Callable[[RequestResult], None]
     ) -> SyncOutcome:
         for request in requests:
-            on_result(RequestResult(request.custom_id, ResultType.SUCCEEDED, text="{}"))
+            pages = request.last_page - request.first_page + 1
+            text = "{}" if request.n in self._unusable else answer(pages, request.n, first=request.first_page)
+            on_result(RequestResult(request.custom_id, ResultType.SUCCEEDED, text=text))
             self.seen.append(self._state.get_job(request.job_id).progress)
-        return SyncOutcome([], [r.custom_id for r in requests])  # then parked: nothing filed
+        return SyncOutcome([], [r.custom_id for r in requests])  # each was filed as it came
 
 
+@pytest.mark.parametrize(("unusable", "seen"), [(frozenset(), [50.0, 100.0]), (frozenset({0}), [0.0, 50.0])])
 @pytest.mark.anyio
-async def test_a_synchronous_job_shows_progress_as_its_chunks_are_answered(state: SqlStateStore) -> None:
+async def test_a_synchronous_job_shows_progress_as_its_chunks_are_answered(
+    state: SqlStateStore, unusable: frozenset[int], seen: list[float]
+) -> None:
+    # An answer filed counts once (not again as "come back"); an unusable one goes again: not done.
     job = prepared_job(state, bundle_texts(0)[:16], name="urgent", mode="sync")
-    calls = AnswersOneByOne(state)
+    calls = AnswersOneByOne(state, unusable)
     coord = BatchCoordinator(
         claude_settings("http://127.0.0.1:9"),
         state,
@@ -129,4 +137,4 @@ async def test_a_synchronous_job_shows_progress_as_its_chunks_are_answered(state
     await coord.step()
     await asyncio.gather(*coord._sync.tasks)
     await coord.stop()
-    assert calls.seen == [50.0, 100.0]
+    assert calls.seen == seen
