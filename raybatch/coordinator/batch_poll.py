@@ -150,8 +150,9 @@ class BatchPolls:
         """Each job's progress over all its chunks: a job spread over several batches counts each.
         A job whose every chunk is answered showed 100 when it was settled."""
         progress = self._state.chunk_progress(job_ids)
-        open_ones = {job: counts for job, counts in progress.items() if counts.succeeded < counts.total}
-        self._state.set_progress({job: counts.percent(self._done) for job, counts in open_ones.items()})
+        self._state.set_progress(
+            {job: c.percent(self._done) for job, c in progress.items() if c.succeeded < c.total}
+        )
 
     async def _settle_batch_jobs(self, record: BatchRecord) -> None:
         """Settle the jobs of a batch whose chunks were filed (or sent again), then show those not
