@@ -112,7 +112,9 @@ class ClaudeSettings(RequestSettings):
     anthropic_api_key: SecretStr | None = Field(None, description="the Anthropic API key (secret)")
     anthropic_base_url: str | None = Field(None, description="another address for the Anthropic API")
     batch_size: int = Field(
-        30, ge=1, description="jobs waiting that make a batch due; a pass sends all that wait"
+        30,
+        ge=1,
+        description="jobs waiting that make a batch due (one a POLL_INTERVAL); a pass sends all that wait",
     )
     batch_max_mb: int = Field(
         200, ge=1, le=ANTHROPIC_BATCH_MAX_MB, description="request MB (10⁶ bytes) a batch"

@@ -76,7 +76,8 @@ def test_help_says_the_setting_its_meaning_and_default(capsys: pytest.CaptureFix
 
     text = " ".join(capsys.readouterr().out.split())
     assert (
-        "--batch-size BATCH_SIZE jobs waiting that make a batch due; a pass sends all that wait"
+        "--batch-size BATCH_SIZE jobs waiting that make a batch due (one a POLL_INTERVAL); a pass sends"
+        " all that wait"
         " (RAYBATCH_BATCH_SIZE, default 30)"
     ) in text
     assert (

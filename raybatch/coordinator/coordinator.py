@@ -192,12 +192,15 @@ class BatchCoordinator:
         self, job_id: int, chunks: Mapping[int, Any], mode: ProcessingMode, request_bytes: int
     ) -> None:
         """Hand over a job's prepared chunks (idempotent: a second offer replaces the first)."""
+        claude = self._claude
         self._called()
         self._offers.add(Offer(job_id, dict(chunks), mode, request_bytes))
         self._ensure_running()
         if mode == ProcessingMode.SYNC:
             self._send_sync_now()
-        elif self._offers.batch_due(self._claude.batch_size, megabytes(self._claude.batch_max_mb)):
+        elif self._offers.batch_due(
+            claude.batch_size, claude.batch_max_requests, megabytes(claude.batch_max_mb), claude.poll_interval
+        ):
             self._wake.set()
 
     async def forget(self, job_ids: Sequence[int]) -> None:

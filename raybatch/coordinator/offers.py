@@ -54,6 +54,7 @@ class Offers:
         self.unsent: dict[int, int] = {}  # request bytes of the offers not known to be sent yet
         self._looked_at_all = -LOOK_AT_ALL_SECONDS
         self.first_at: float | None = None  # when the oldest offer not yet in a batch came
+        self.batch_at: float | None = None  # when this coordinator last created a batch
         self.flush = False  # the driver says no more work is coming soon
         self.parked_until = 0.0
         self.stopped: str | None = None  # why no work can be sent at all (credentials rejected)
@@ -93,9 +94,17 @@ class Offers:
         sync = {i for i in self.unsent if self.by_job[i].mode == ProcessingMode.SYNC}
         return [*sync, *heapq.nsmallest(2 * taken, (i for i in self.unsent if i not in sync))]
 
-    def batch_due(self, batch_size: int, max_bytes: int) -> bool:
-        """Whether what waits may fill a batch now (the submit phase checks with the database)."""
-        return self.flush or len(self.unsent) >= batch_size or sum(self.unsent.values()) >= max_bytes
+    def batch_due(self, batch_size: int, max_jobs: int, max_bytes: int, spacing: float) -> bool:
+        """Whether what waits may make a batch now (the submit phase checks with the database): the
+        driver flushes, a full batch waits, or ``batch_size`` jobs wait and no batch went out in the
+        last ``spacing`` seconds."""
+        if self.flush or len(self.unsent) >= max_jobs or sum(self.unsent.values()) >= max_bytes:
+            return True
+        return len(self.unsent) >= batch_size and self.spaced(spacing)
+
+    def spaced(self, seconds: float) -> bool:
+        """No batch of this coordinator's went out in the last ``seconds``."""
+        return self.batch_at is None or self._monotonic() - self.batch_at >= seconds
 
     @property
     def parked(self) -> bool:

@@ -1,13 +1,15 @@
 """The coordinator's submit phase: offered jobs the database holds as prepared are sent, urgent ones
 at once as synchronous calls, the others packed into batches once a batch is due.
 
-A batch is due when BATCH_SIZE jobs or BATCH_MAX_MB wait, the driver flushes, or the oldest offer
-waited POLL_INTERVAL. A pass then takes every job that waits, up to BATCH_MAX_REQUESTS of them and
-the one that fills BATCH_MAX_MB (what it resolves stays about a batch): a backlog goes out in full
-batches rather than many of BATCH_SIZE (each batch costs a create, a poll per pass and a results
-fetch), and a trickle still goes in small ones. The spend gate admits what the cap allows; a job
-whose payloads are gone goes back to be prepared again; a request larger than a batch may be fails
-its job. One submit phase runs at a time, so nothing is sent twice.
+A batch is due when the driver flushes, a full batch waits (BATCH_MAX_REQUESTS jobs or
+BATCH_MAX_MB), BATCH_SIZE jobs wait and none of this coordinator's batches went out in the last
+POLL_INTERVAL, or the oldest offer waited POLL_INTERVAL. A pass then takes every job that waits, up
+to BATCH_MAX_REQUESTS of them and the one that fills BATCH_MAX_MB (what it resolves stays about a
+batch): a backlog goes out in full batches rather than many of BATCH_SIZE (each batch costs a
+create, a poll per pass and a results fetch), a stream of prepared jobs in one batch a
+POLL_INTERVAL rather than one a pass, and a trickle still goes in small ones. The spend gate
+admits what the cap allows; a job whose payloads are gone goes back to be prepared again; a request
+larger than a batch may be fails its job. One submit phase runs at a time, so nothing is sent twice.
 """
 
 from __future__ import annotations
@@ -108,6 +110,8 @@ class Submitter:
             await self._sync.start(sync)
             self._metrics.sync_sent(len(sync))
         created = await self._submit_batches(batch) if batch else set()
+        if created:
+            self._offers.batch_at = self._monotonic()
         if batch or not self._offers.by_job:  # a synchronous send does not restart a batch's wait
             self._offers.first_at = self._monotonic() if self._offers.by_job else None
         # Those held by the spend cap, parked or whose create was interrupted wait on, as far as it knows.
@@ -150,13 +154,17 @@ class Submitter:
         return min(max(self._claude.batch_size, len(self._offers.unsent)), most)
 
     def _due(self, offers: Sequence[Offer]) -> bool:
-        """Submit when a batch is full, BATCH_SIZE jobs wait, the driver flushes, or the wait is long."""
-        if self._offers.flush or len(offers) >= self._claude.batch_size:
+        """Submit when the driver flushes, a batch is full, BATCH_SIZE jobs wait and no batch went
+        out for POLL_INTERVAL, or the oldest offer waited POLL_INTERVAL."""
+        claude = self._claude
+        if self._offers.flush or len(offers) >= claude.batch_max_requests:
             return True
-        if sum(o.request_bytes for o in offers) >= megabytes(self._claude.batch_max_mb):
+        if sum(o.request_bytes for o in offers) >= megabytes(claude.batch_max_mb):
+            return True
+        if len(offers) >= claude.batch_size and self._offers.spaced(claude.poll_interval):
             return True
         waited = self._monotonic() - (self._offers.first_at or self._monotonic())
-        return waited >= self._claude.poll_interval
+        return waited >= claude.poll_interval
 
     async def _requests_for(self, offers: Sequence[Offer]) -> list[PreparedRequest]:
         """The requests still owed an answer (prepared or to retry), resolved from their handles."""

@@ -197,3 +197,44 @@ async def test_a_synchronous_pass_asks_about_the_synchronous_offers_only(tmp_pat
     assert glances.asked == [[urgent.job_id]]
     assert state.get_job(urgent.job_id).status in {JobStatus.SUBMITTED, JobStatus.ANSWERED}
     assert {state.get_job(job.job_id).status for job in waiting} == {JobStatus.PREPARED}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("sooner_by", ["a full batch", "the driver's flush"])
+async def test_a_stream_of_offers_goes_in_one_batch_a_poll_interval_not_one_a_pass(
+    emulator: EmulatorServer, state: SqlStateStore, sooner_by: str
+) -> None:
+    """BATCH_SIZE jobs waiting make a batch due only when none went out in the last POLL_INTERVAL:
+    a warm coordinator fed a stream sends a batch every POLL_INTERVAL (each batch is a create, a
+    poll in every pass while it runs and a results fetch), not one every pass. A full batch and the
+    driver's flush go at once."""
+    jobs = [prepared_job(state, bundle_texts(b % 3), name=f"b{b}") for b in range(7)]
+    clock = [1000.0]
+    settings = claude_settings(emulator, batch_size=2, batch_max_requests=3, poll_interval=10.0)
+    coord = BatchCoordinator(settings, state, autostart=False, monotonic=lambda: clock[0])
+    sent = {JobStatus.SUBMITTED, JobStatus.ANSWERED}
+
+    async def offered(*indexes: int) -> list[bool]:
+        for i in indexes:
+            await offer(coord, jobs[i])
+        await coord.step()
+        return [state.get_job(job.job_id).status in sent for job in jobs]
+
+    assert await offered(0, 1) == [True, True, False, False, False, False, False]  # BATCH_SIZE wait
+    creates = emulator.app.calls["create"]
+    assert await offered(2, 3) == [True, True, False, False, False, False, False]  # a batch just went
+    clock[0] += 5.0
+    assert not any((await offered())[2:])  # half a POLL_INTERVAL later they still wait
+    assert emulator.app.calls["create"] == creates
+    clock[0] += 5.0
+    assert await offered() == [True, True, True, True, False, False, False]  # both, in one pass
+    if sooner_by == "a full batch":
+        await offer(coord, jobs[4])
+        await offer(coord, jobs[5])
+        assert await offered(6) == [True] * 7  # BATCH_MAX_REQUESTS jobs wait: at once
+    else:
+        await offer(coord, jobs[4])
+        await offer(coord, jobs[5])
+        await coord.flush()
+        assert await offered() == [True] * 6 + [False]
+    await coord.stop()

@@ -101,7 +101,7 @@ async def test_while_the_cap_holds_everything_a_pass_resolves_batch_size_jobs_no
 ) -> None:
     """A pass takes every job that waits; once the cap held all of them, the next passes try
     BATCH_SIZE of them (the cap may have been raised) rather than resolving the whole backlog each
-    time; a raised cap sends them all again."""
+    time; a raised cap sends them all again (the try's batch first, the rest a POLL_INTERVAL later)."""
     jobs = [governed(state, prepared_job(state, bundle_texts(b % 3), name=f"b{b}")) for b in range(6)]
     start_run(state, RUN, _expected(jobs[0]) / 10, None)  # room for no job at all
     resolved: list[set[int]] = []
@@ -120,6 +120,7 @@ async def test_while_the_cap_holds_everything_a_pass_resolves_batch_size_jobs_no
     raise_caps(state, 1000.0, None)
     for _ in range(3):
         resolved.append(set())
+        await asyncio.sleep(claude.poll_interval)  # a batch a POLL_INTERVAL, unless a full one waits
         await coord.step()
     await coord.stop()
     assert [len(jobs_of_pass) for jobs_of_pass in resolved[:3]] == [6, 2, 2]
