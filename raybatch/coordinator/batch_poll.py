@@ -1,4 +1,5 @@
-"""The coordinator's poll phase: every batch in flight it polls looked at, each on its own.
+"""The coordinator's poll phase: every batch in flight it polls looked at, each on its own: every
+pass in its first POLL_INTERVAL, then once a POLL_INTERVAL at most, however often passes come.
 
 A coordinator polls the batches it created while it beats (with the settings and key that created
 them, even once a newer coordinator leads); the lead also polls those whose coordinator stopped
@@ -68,6 +69,7 @@ class BatchPolls:
         sleep: Callable[[float], None] = time.sleep,
         coordinator_id: str | None = None,
         leads: Callable[[], bool] = lambda: True,
+        look_every: float = 0.0,
     ) -> None:
         self._id = coordinator_id
         self._leads = leads  # whether this coordinator holds the lead now
@@ -81,6 +83,8 @@ class BatchPolls:
         self._settle_jobs = settle
         self._metrics = metrics
         self._done: dict[str, float] = {}  # each batch in flight: the share of its requests done
+        self._look_every = look_every  # a batch past its first this many seconds: looked at as often
+        self._looked: dict[str, float] = {}  # each batch in flight: when it was last looked at
 
     async def poll(self) -> bool:
         """Look at every batch in flight this coordinator polls; file the results of those that
@@ -89,8 +93,12 @@ class BatchPolls:
         active = await self._io(self._state.active_batches)
         self._metrics.batches_in_flight(len(active))
         self.own_in_flight = sum(map(self._owns, active))
+        in_flight = {r.anthropic_id for r in active}
+        self._looked = {k: at for k, at in self._looked.items() if k in in_flight}
         for record in await self.polled_here(active):
             if record.anthropic_id is None or record.status is BatchStatus.CREATING:
+                continue
+            if not self._look_due(record):
                 continue
             try:
                 moved = await self._poll_batch(record) or moved
@@ -122,9 +130,19 @@ class BatchPolls:
             return False
         return True
 
+    def _look_due(self, record: BatchRecord) -> bool:
+        """A batch in its first POLL_INTERVAL is looked at every pass (a small one ends soon); an
+        older one once a POLL_INTERVAL, however often passes come: each look is a call to the API,
+        and a backlog's batches run for minutes or hours, many at once."""
+        if _age(record) < self._look_every:
+            return True
+        last = self._looked.get(record.anthropic_id or "")
+        return last is None or time.monotonic() - last >= self._look_every
+
     async def _poll_batch(self, record: BatchRecord) -> bool:
         assert record.anthropic_id is not None
-        age = (datetime.now(UTC) - _aware(record.created_at)).total_seconds()
+        self._looked[record.anthropic_id] = time.monotonic()
+        age = _age(record)
         try:
             state = await self._io(poll_once, self._batches, record.anthropic_id, age=age)
         except BatchFailed as exc:
@@ -232,6 +250,11 @@ def _timed_out(result: RequestResult, deadline: float) -> RequestResult:
         return result
     message = f"batch still in flight after POLL_DEADLINE ({deadline:.0f} s); canceled"
     return replace(result, error_type="PollDeadline", error_message=message)
+
+
+def _age(record: BatchRecord) -> float:
+    """Seconds since the batch was created."""
+    return (datetime.now(UTC) - _aware(record.created_at)).total_seconds()
 
 
 def _aware(moment: datetime) -> datetime:

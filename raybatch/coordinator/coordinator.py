@@ -148,6 +148,7 @@ class BatchCoordinator:
             sleep=sleep,
             coordinator_id=self.id,
             leads=lambda: self._recovery.lead,
+            look_every=claude.poll_interval,
         )
         creator = BatchCreator(
             state,
