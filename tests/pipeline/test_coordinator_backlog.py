@@ -205,8 +205,8 @@ async def test_a_stream_of_offers_goes_in_one_batch_a_poll_interval_not_one_a_pa
     emulator: EmulatorServer, state: SqlStateStore, sooner_by: str
 ) -> None:
     """BATCH_SIZE jobs waiting make a batch due only when none went out in the last POLL_INTERVAL:
-    a warm coordinator fed a stream sends a batch every POLL_INTERVAL (each batch is a create, a
-    poll in every pass while it runs and a results fetch), not one every pass. A full batch and the
+    a warm coordinator fed a stream sends a batch every POLL_INTERVAL (each batch is a create, its
+    polls while it runs and a results fetch), not one every pass. A full batch and the
     driver's flush go at once."""
     jobs = [prepared_job(state, bundle_texts(b % 3), name=f"b{b}") for b in range(7)]
     clock = [1000.0]
@@ -228,13 +228,11 @@ async def test_a_stream_of_offers_goes_in_one_batch_a_poll_interval_not_one_a_pa
     assert emulator.app.calls["create"] == creates
     clock[0] += 5.0
     assert await offered() == [True, True, True, True, False, False, False]  # both, in one pass
+    await offer(coord, jobs[4])
+    await offer(coord, jobs[5])  # BATCH_SIZE wait, within POLL_INTERVAL of the last batch
     if sooner_by == "a full batch":
-        await offer(coord, jobs[4])
-        await offer(coord, jobs[5])
         assert await offered(6) == [True] * 7  # BATCH_MAX_REQUESTS jobs wait: at once
     else:
-        await offer(coord, jobs[4])
-        await offer(coord, jobs[5])
         await coord.flush()
         assert await offered() == [True] * 6 + [False]
     await coord.stop()
