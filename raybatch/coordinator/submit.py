@@ -6,7 +6,7 @@ BATCH_MAX_MB), BATCH_SIZE jobs wait and none of this coordinator's batches went 
 POLL_INTERVAL, or the oldest offer waited POLL_INTERVAL. A pass then takes every job that waits, up
 to BATCH_MAX_REQUESTS of them and the one that fills BATCH_MAX_MB (what it resolves stays about a
 batch): a backlog goes out in full batches rather than many of BATCH_SIZE (each batch costs a
-create, a poll per pass and a results fetch), a stream of prepared jobs in one batch a
+create, its polls while it runs and a results fetch), a stream of prepared jobs in one batch a
 POLL_INTERVAL rather than one a pass, and a trickle still goes in small ones. The spend gate
 admits what the cap allows; a job whose payloads are gone goes back to be prepared again; a request
 larger than a batch may be fails its job. One submit phase runs at a time, so nothing is sent twice.
